@@ -1,0 +1,65 @@
+"""The scripting API behind ``dpdesk.release`` (and the CLI and GUI, which call the same code)."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+from . import mechanisms as registry
+from .errors import ParameterError
+from .mechanisms.base import Mechanism, Release
+from .privacy.budget import check_epsilon
+from .privacy.randomness import resolve
+from .tasks import CancelToken, ProgressFn, no_progress
+
+# prepared state per dataset object (weakly held) and per (mechanism, public inputs)
+_PREPARED: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+_MAX_PER_DATASET = 24
+
+
+def prepare(data, mechanism: Mechanism, epsilon: float, params: dict, *,
+            progress: ProgressFn | None = None, cancel: CancelToken | None = None):
+    """The mechanism's deterministic preparation, computed once and cached per dataset."""
+    key = (mechanism.id, mechanism.prepare_key(epsilon, params))
+    with _LOCK:
+        cache = _PREPARED.setdefault(data, {})
+        if key in cache:
+            return cache[key]
+    prepared = mechanism.prepare(data, epsilon, params, progress or no_progress, cancel)
+    with _LOCK:
+        cache = _PREPARED.setdefault(data, {})
+        if len(cache) >= _MAX_PER_DATASET:
+            cache.pop(next(iter(cache)))
+        cache[key] = prepared
+    return prepared
+
+
+def validate(data, mechanism_id: str, epsilon, params: dict) -> tuple[Mechanism, float, dict]:
+    mechanism = registry.get(mechanism_id)
+    eps = check_epsilon(epsilon)
+    values = mechanism.validate(data, eps, params)
+    return mechanism, eps, values
+
+
+def release(data, mechanism_id: str, *, epsilon, rng=None, progress: ProgressFn | None = None,
+            cancel: CancelToken | None = None, **params) -> Release:
+    """Run one mechanism on ``data`` at privacy level ``epsilon``.
+
+    ``rng=None`` is release mode (the operating system's CSPRNG; the result can be
+    exported); an int seed or a ``numpy.random.Generator`` is exploration mode
+    (reproducible, marked, never exportable). Mechanism parameters are keyword
+    arguments, e.g. ``bound=20`` for the declared Δ.
+    """
+    mechanism, eps, values = validate(data, mechanism_id, epsilon, params)
+    if not mechanism.releasable and rng is None:
+        raise ParameterError(f"'{mechanism_id}' is a non-private comparison aid; it can only run in "
+                             "exploration mode (with a seed), never as a release.")
+    source = resolve(rng)
+    prepared = prepare(data, mechanism, eps, values, progress=progress, cancel=cancel)
+    if cancel is not None:
+        cancel.check()
+    result = mechanism.run(data, prepared, eps, values, source)
+    if source.secure:
+        result.dataset_fingerprint = data.fingerprint
+    return result

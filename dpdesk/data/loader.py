@@ -1,0 +1,152 @@
+"""``dpdesk.load``: read any supported file into a :class:`Dataset` or :class:`CellCounts`.
+
+Formats (``format=``):
+
+* ``transactions`` — one person per line, items separated by spaces (FIMI) or a delimiter;
+* ``pairs`` — CSV/TSV/Parquet with a person column and an item column (``person=``,
+  ``item=``, by name or 0-based position; default the first two), optional ``value=``
+  column where non-zero means present;
+* ``matrix`` — wide 0/1 CSV, header = item names, optional id column (``id_column=``);
+* ``records`` — microdata (one record per person): with ``attributes=[...]`` the cell
+  counts over those attributes, without it the incidence view with one item per
+  attribute value;
+* ``cells`` — a table of attribute columns and a count column (``count=``).
+
+Common options: ``encoding`` (auto, utf-8, utf-8-sig, latin-1, cp1252), ``delimiter``
+(auto, ``,``, ``\\t``, ``;``, ``|``, ``whitespace``), ``header`` (auto, True, False),
+``name``. Gzip is read transparently; CRLF line ends are fine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import DataError, ParameterError
+from ..tasks import CancelToken, ProgressFn, no_progress
+from .dataset import CellCounts, Dataset, natural_order
+from .detect import FORMATS, sniff
+from .tabular import (matrix_to_dataset, pairs_to_dataset, read_table, records_to_cells,
+                      records_to_dataset, table_to_cells)
+from .textio import read_raw
+from .transactions import parse_transactions
+
+OPTION_NAMES = {"encoding", "delimiter", "header", "name", "person", "item", "value", "keep_values",
+                "id_column", "attributes", "domains", "count"}
+
+
+def _delimiter(option, sniffed_delimiter):
+    if option in (None, "auto"):
+        return sniffed_delimiter
+    if option in ("whitespace", "space", " ", "spaces"):
+        return None
+    if option in ("tab", "\\t"):
+        return "\t"
+    if option == "comma":
+        return ","
+    if option == "semicolon":
+        return ";"
+    if not isinstance(option, str) or len(option) != 1:
+        raise ParameterError(f"The delimiter {option!r} must be one character (or 'whitespace').")
+    return option
+
+
+def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
+         cancel: CancelToken | None = None, **options) -> Dataset | CellCounts:
+    """Read ``path`` (see the module documentation for formats and options)."""
+    progress = progress or no_progress
+    unknown = set(options) - OPTION_NAMES
+    if unknown:
+        raise ParameterError("Unknown import option(s): " + ", ".join(sorted(unknown))
+                             + ". Known options: " + ", ".join(sorted(OPTION_NAMES)) + ".")
+    if format not in ("auto",) + FORMATS:
+        raise ParameterError(f"Unknown format '{format}'; choose one of: auto, " + ", ".join(FORMATS) + ".")
+    path = Path(path)
+    progress(0.0, "Reading file")
+    raw = read_raw(path)
+    encoding = options.get("encoding", "auto") or "auto"
+    sniffed = sniff(path, raw=raw, encoding=encoding)
+    fmt = sniffed.format if format == "auto" else format
+    if fmt == "auto":  # pragma: no cover
+        fmt = sniffed.format
+    if options.get("attributes") and format == "auto" and fmt in ("pairs", "matrix"):
+        fmt = "records"
+    delimiter = _delimiter(options.get("delimiter", "auto"), sniffed.delimiter)
+    header_option = options.get("header", "auto")
+    header = sniffed.header if header_option in (None, "auto") else bool(header_option)
+    name = options.get("name") or _display_name(path)
+    source = {"path": str(path), "format": fmt, "encoding": sniffed.encoding,
+              "delimiter": "whitespace" if delimiter is None else delimiter, "header": header}
+    for key in ("person", "item", "value", "keep_values", "id_column", "attributes", "domains", "count"):
+        if key in options and options[key] is not None:
+            source[key] = options[key]
+    if cancel is not None:
+        cancel.check()
+    if fmt == "transactions":
+        if sniffed.parquet:
+            raise DataError("a Parquet file cannot be read as transactions", path=path,
+                            expected="pairs, records or cells for Parquet")
+        counts, columns, n_lines, labels = parse_transactions(
+            raw, delimiter=delimiter, encoding=sniffed.encoding, path=path,
+            progress=lambda f, m="": progress(0.05 + 0.85 * f, m), cancel=cancel)
+        dataset = _from_lines(counts, columns, labels, name=name, source=source)
+    else:
+        table = read_table(raw, delimiter=delimiter, header=header, encoding=sniffed.encoding, path=path,
+                           parquet=sniffed.parquet)
+        progress(0.6, "Checking the table")
+        if cancel is not None:
+            cancel.check()
+        if fmt == "pairs":
+            dataset = pairs_to_dataset(table, person=options.get("person", 0), item=options.get("item", 1),
+                                       value=options.get("value"), keep_values=bool(options.get("keep_values")),
+                                       name=name, source=source)
+        elif fmt == "matrix":
+            dataset = matrix_to_dataset(table, id_column=options.get("id_column", "auto"), name=name, source=source)
+        elif fmt == "records":
+            if options.get("attributes"):
+                dataset = records_to_cells(table, attributes=list(options["attributes"]),
+                                           domains=options.get("domains"), name=name, source=source)
+            else:
+                dataset = records_to_dataset(table, name=name, source=source)
+        else:
+            dataset = table_to_cells(table, count=options.get("count"), attributes=options.get("attributes"),
+                                     domains=options.get("domains"), name=name, source=source)
+    if dataset.kind == "incidence" and dataset.n_rows == 0:
+        raise DataError("the file contains no people", path=path, expected="at least one line of data")
+    progress(1.0, "Loaded")
+    return dataset
+
+
+def _display_name(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz",):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name
+
+
+def _from_lines(line_counts: np.ndarray, columns: np.ndarray, labels: list[str], *, name: str,
+                source: dict) -> Dataset:
+    """CSR from per-line token counts, with columns in natural label order and repeats merged."""
+    order = natural_order(labels)
+    position = np.empty(len(labels), dtype=np.int64)
+    position[order] = np.arange(len(labels))
+    n_rows, n_cols = int(line_counts.size), len(labels)
+    index_dtype = np.int32 if n_cols < 2**31 and columns.size < 2**31 else np.int64
+    indices = position[columns].astype(index_dtype) if columns.size else np.zeros(0, index_dtype)
+    indptr = np.zeros(n_rows + 1, dtype=index_dtype)
+    np.cumsum(line_counts, out=indptr[1:])
+    csr = sp.csr_matrix((np.ones(indices.size, dtype=np.uint8), indices, indptr), shape=(n_rows, n_cols))
+    csr.sum_duplicates()  # sorts each row and merges an item repeated within a line
+    csr.data = np.ones(csr.data.size, dtype=np.uint8)
+    sorted_labels = np.array([labels[j] for j in order], dtype=object)
+    return Dataset(csr, sorted_labels, name=name, source=source)
+
+
+def reload(source: dict, **overrides) -> Dataset | CellCounts:
+    """Import again from a recorded ``source`` dict (used by project files)."""
+    options = {k: v for k, v in source.items() if k in OPTION_NAMES}
+    options.update(overrides)
+    return load(source["path"], format=source.get("format", "auto"), **options)

@@ -1,0 +1,82 @@
+"""Errors a steward can cause, each with a message that says what went wrong and where.
+
+Every front end (CLI, GUI) shows ``str(error)`` as is; nothing here should need a
+traceback to be understood.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class DpdeskError(Exception):
+    """Base class of all errors caused by input, parameters or budget (not by bugs)."""
+
+    #: short heading for dialogs
+    title = "dpdesk"
+
+
+class DataError(DpdeskError):
+    """A data file could not be read: names the file, the line and column, and what was expected."""
+
+    title = "Cannot read the data file"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        column: int | str | None = None,
+        expected: str | None = None,
+    ):
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.column = column
+        self.expected = expected
+        self.detail = message
+        where = []
+        if self.path:
+            where.append(Path(self.path).name)
+        if line is not None:
+            where.append(f"line {line}")
+        if column is not None:
+            where.append(f"column {column}" if isinstance(column, int) else f"column '{column}'")
+        text = ", ".join(where)
+        text = f"{text}: {message}" if text else message
+        if expected:
+            text = f"{text} (expected {expected})"
+        super().__init__(text)
+
+
+class ParameterError(DpdeskError):
+    """A mechanism parameter, ε or an option is out of range or unknown."""
+
+    title = "Invalid setting"
+
+
+class BudgetError(DpdeskError):
+    """A release would exceed the steward's privacy budget cap for the dataset."""
+
+    title = "Privacy budget exceeded"
+
+
+class ExportError(DpdeskError):
+    """An output file cannot be written (exists, exploration result, unwritable place)."""
+
+    title = "Cannot export"
+
+
+class LedgerError(DpdeskError):
+    """The budget ledger is unreadable or its hash chain is broken."""
+
+    title = "Budget ledger problem"
+
+
+class Cancelled(DpdeskError):
+    """Long work was stopped by the user."""
+
+    title = "Cancelled"
+
+    def __init__(self, message: str = "The operation was cancelled."):
+        super().__init__(message)

@@ -1,0 +1,312 @@
+"""What a mechanism is: a declared parameter schema, a deterministic ``prepare`` and a
+randomized ``run``; and what it produces: a :class:`Release`.
+
+The GUI builds its configuration form from :class:`Param` objects and the CLI parses
+``--param k=v`` with :meth:`Param.parse`; adding a mechanism means adding one module that
+defines a :class:`Mechanism` subclass decorated with :func:`dpdesk.mechanisms.register`.
+
+``prepare`` does the deterministic work on the data (cached per dataset and the public
+inputs it depends on, see :meth:`Mechanism.prepare_key`); ``run`` does the randomized
+step and must draw every random bit from the :class:`RandomSource` it is given.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import __version__
+from ..errors import ParameterError
+from ..privacy.budget import BudgetSplit
+from ..privacy.randomness import RandomSource
+from ..tasks import CancelToken, ProgressFn
+
+KINDS = ("int", "float", "choice", "bool", "text", "file")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a mechanism, with everything a form or a parser needs."""
+
+    name: str
+    kind: str
+    default: Any = None
+    label: str = ""
+    help: str = ""
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
+    unit: str = ""
+    reference: str = ""
+    required: bool = False
+    log: bool = False
+    advanced: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown parameter kind {self.kind}")
+
+    @property
+    def title(self) -> str:
+        return self.label or self.name.replace("_", " ")
+
+    def parse(self, raw: Any) -> Any:
+        """Turn a CLI string or a widget value into a checked value (``ParameterError`` if bad)."""
+        if raw is None or (isinstance(raw, str) and raw.strip() == ""):
+            if self.required:
+                raise ParameterError(f"The parameter '{self.name}' ({self.title}) is required: {self.help}")
+            return self.default
+        try:
+            if self.kind == "int":
+                value = float(raw) if isinstance(raw, str) else raw
+                if isinstance(value, bool) or not float(value).is_integer():
+                    raise ValueError
+                value = int(value)
+            elif self.kind == "float":
+                value = float(raw)
+                if not math.isfinite(value):
+                    raise ValueError
+            elif self.kind == "bool":
+                if isinstance(raw, str):
+                    lowered = raw.strip().lower()
+                    if lowered not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                        raise ValueError
+                    value = lowered in ("1", "true", "yes", "on")
+                else:
+                    value = bool(raw)
+            elif self.kind == "choice":
+                value = str(raw).strip()
+                if value not in self.choices:
+                    raise ParameterError(f"The parameter '{self.name}' must be one of "
+                                         + ", ".join(self.choices) + f", not '{value}'.")
+            else:
+                value = str(raw)
+        except ParameterError:
+            raise
+        except (TypeError, ValueError):
+            what = {"int": "a whole number", "float": "a number", "bool": "yes or no"}.get(self.kind, "text")
+            raise ParameterError(f"The parameter '{self.name}' must be {what}, not {raw!r}.") from None
+        if self.kind in ("int", "float"):
+            if self.minimum is not None and value < self.minimum:
+                raise ParameterError(f"The parameter '{self.name}' ({self.title}) must be at least "
+                                     f"{_fmt(self.minimum)}, not {_fmt(value)}.")
+            if self.maximum is not None and value > self.maximum:
+                raise ParameterError(f"The parameter '{self.name}' ({self.title}) must be at most "
+                                     f"{_fmt(self.maximum)}, not {_fmt(value)}.")
+        return value
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name, "type": self.kind, "default": self.default, "label": self.title,
+            "help": self.help, "minimum": self.minimum, "maximum": self.maximum,
+            "choices": list(self.choices), "unit": self.unit, "reference": self.reference,
+            "required": self.required, "log_scale": self.log, "advanced": self.advanced,
+        }
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+BOUND = Param(
+    "bound", "int", None, label="Declared bound Δ",
+    help="The most items one person may contribute, declared by you before looking at the data. "
+         "People with more items keep a random Δ of them (truncation). Never set it from the data's "
+         "observed maximum: that is not private.",
+    minimum=1, maximum=10**9, unit="items per person", reference="GS §2.1; DESIGN §3", required=True, log=True)
+
+
+@dataclass
+class Diagnostic:
+    """Numbers for one plot. ``internal`` means they were computed from the true data."""
+
+    title: str
+    caption: str
+    data: dict
+    internal: bool
+    x: str = ""
+    y: str = ""
+
+
+@dataclass
+class CellSummary:
+    """A released sparse summary: cell numbers, values and (for samples) estimation weights."""
+
+    indices: np.ndarray
+    values: np.ndarray
+    weights: np.ndarray | None = None
+    info: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.indices.size)
+
+
+@dataclass
+class Release:
+    """The outcome of one mechanism run.
+
+    ``values`` are the noisy counts aligned with the dataset's items (count mechanisms);
+    ``cells`` the released summary (sparse-domain mechanisms). ``report`` is the public
+    description (no true-data values); ``diagnostics`` feed the plots (each flagged
+    internal when it used the true data); ``internal`` holds true-data facts such as how
+    many rows were truncated. ``exploration`` is True for seeded runs, which can never be
+    exported.
+    """
+
+    mechanism: str
+    epsilon: float
+    budget: BudgetSplit
+    params: dict
+    values: np.ndarray | None = None
+    cells: CellSummary | None = None
+    labels: np.ndarray | None = None
+    exploration: bool = True
+    randomness: str = ""
+    dataset_name: str = ""
+    dataset_fingerprint: str | None = None
+    created: str = ""
+    report: dict = field(default_factory=dict)
+    diagnostics: dict = field(default_factory=dict)
+    internal: dict = field(default_factory=dict)
+
+    @property
+    def epsilon_spent(self) -> float:
+        return self.budget.spent
+
+    @property
+    def budget_split(self) -> list[dict]:
+        return self.budget.as_list()
+
+
+class Mechanism:
+    """Base class: subclasses set the class attributes and implement :meth:`run`."""
+
+    id: str = ""
+    name: str = ""
+    family: str = ""
+    paper: str = ""
+    reference: str = ""
+    summary: str = ""
+    data_kind: str = "incidence"  # or "cells"
+    params: tuple[Param, ...] = ()
+    releasable: bool = True  # False: a non-private comparison aid that can never be released
+    order: int = 100  # position in lists
+
+    # -- schema ------------------------------------------------------------------------
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def describe(self) -> dict:
+        return {
+            "id": self.id, "name": self.name, "family": self.family, "paper": self.paper,
+            "reference": self.reference, "summary": self.summary, "data": self.data_kind,
+            "releasable": self.releasable, "parameters": [p.describe() for p in self.params],
+        }
+
+    def validate(self, data, epsilon: float, params: dict) -> dict:
+        """All parameters checked and completed with defaults (``ParameterError`` if bad)."""
+        known = {p.name for p in self.params}
+        unknown = set(params) - known
+        if unknown:
+            raise ParameterError(f"The mechanism '{self.id}' has no parameter "
+                                 + ", ".join(f"'{u}'" for u in sorted(unknown))
+                                 + (". Its parameters are: " + ", ".join(sorted(known)) if known else
+                                    "; it takes no parameters") + ".")
+        values = {p.name: p.parse(params.get(p.name)) for p in self.params}
+        if data is not None and data.kind != self.data_kind:
+            kind = "incidence data (people × items)" if self.data_kind == "incidence" else "cell counts (a contingency table)"
+            raise ParameterError(f"The mechanism '{self.id}' works on {kind}; this dataset is "
+                                 + ("cell counts" if data.kind == "cells" else "incidence data") + ".")
+        return self.check(data, epsilon, values)
+
+    def check(self, data, epsilon: float, params: dict) -> dict:
+        """Cross-parameter checks; override when needed."""
+        return params
+
+    # -- work --------------------------------------------------------------------------
+    def prepare_key(self, epsilon: float, params: dict) -> tuple:
+        """The inputs :meth:`prepare` depends on (besides the data)."""
+        return ()
+
+    def prepare(self, data, epsilon: float, params: dict, progress: ProgressFn, cancel: CancelToken | None):
+        return None
+
+    def run(self, data, prepared, epsilon: float, params: dict, source: RandomSource) -> Release:  # pragma: no cover
+        raise NotImplementedError
+
+    # -- public descriptions ----------------------------------------------------------
+    def public_facts(self, data, params: dict) -> dict:
+        """Facts the release treats as public (declared or structural), for the report."""
+        facts = {}
+        if data is not None and data.kind == "incidence":
+            facts["number of items (d)"] = data.n_items
+            facts["item list"] = "taken from the data file's columns; treated as public (the output has one count per item)"
+        if "bound" in params and params.get("bound") is not None:
+            facts["declared bound Δ (items per person)"] = params["bound"]
+        return facts
+
+    def expected_error(self, epsilon: float, params: dict, facts: dict) -> dict | None:
+        """Error to expect, from public quantities only (``None`` when it depends on the data)."""
+        return None
+
+    def new_release(self, data, epsilon: float, params: dict, budget: BudgetSplit, source: RandomSource,
+                    **fields) -> Release:
+        """A :class:`Release` with the common fields and the public report filled in."""
+        release = Release(
+            mechanism=self.id, epsilon=float(epsilon), budget=budget.check(), params=dict(params),
+            exploration=not source.secure, randomness=source.description,
+            dataset_name=getattr(data, "name", ""),
+            created=_dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="seconds"),
+            **fields)
+        if release.labels is None and data is not None and data.kind == "incidence":
+            release.labels = data.item_labels
+        release.report = self.public_report(data, release)
+        return release
+
+    def public_report(self, data, release: Release) -> dict:
+        facts = self.public_facts(data, release.params)
+        return {
+            "mechanism": {"id": self.id, "name": self.name, "family": self.family, "paper": self.paper,
+                          "reference": self.reference, "summary": self.summary},
+            "epsilon": release.epsilon,
+            "budget": release.budget.as_list(),
+            "parameters": {k: v for k, v in release.params.items()},
+            "public_facts": facts,
+            "randomness": release.randomness,
+            "mode": "exploration (seeded, not exportable)" if release.exploration else "release",
+            "software": f"dpdesk {__version__}",
+            "created": release.created,
+            "expected_error": self.expected_error(release.epsilon, release.params, facts),
+            "notes": list(self.report_notes(release.params)),
+        }
+
+    def report_notes(self, params: dict):
+        """Plain-language notes for the public report (post-processing, assumptions)."""
+        return ()
+
+
+def counts_error(scale: float, count: int, *, clamped: bool = False, discrete: bool = True) -> dict:
+    """Expected error of counts with additive (discrete) Laplace noise of the given scale."""
+    from ..privacy.noise import discrete_laplace_mean_abs, discrete_laplace_quantile, laplace_quantile
+
+    if discrete:
+        z95 = discrete_laplace_quantile(scale, 0.95)
+        mean_abs = discrete_laplace_mean_abs(scale)
+    else:
+        z95 = laplace_quantile(scale, 0.95)
+        mean_abs = scale
+    text = f"95% of counts lie within ±{z95:,.0f} of the truth (noise scale {scale:,.3g}); " \
+           f"the average error is about {mean_abs:,.2f}."
+    if clamped:
+        text += " Negative noisy counts are set to 0, which only moves them closer to the truth."
+    return {"noise_scale": scale, "within_95": z95, "mean_abs_error": mean_abs, "counts": count, "text": text}
+
+
+Runner = Callable[..., Release]

@@ -1,0 +1,130 @@
+"""Count-vector baselines: LPA (Laplace perturbation) and ALPA (one noisy average).
+
+LPA (Dwork et al. 2006; GS §2.1, Theorem 1). After truncating each person to the
+declared Δ items, one person changes at most Δ counts by one: the L1 sensitivity of the
+count vector is Δ. Adding independent noise of scale Δ/ε to every count is ε-DP.
+The *geometric* variant adds exact discrete Laplace noise (integer outputs); the
+*laplace* variant adds Laplace noise on a power-of-two grid γ ≤ 1. Integer counts lie
+on that grid already, so no rounding happens and the sensitivity stays exactly Δ
+(dpdesk.privacy.noise).
+
+ALPA (DPSense §3). Publishes the noisy average count c̄ = Σ_j c_j / d for every column.
+One person changes the total by at most their number of items: at most d without a
+bound (sensitivity of c̄ is d/d = 1, as in DPSense), at most Δ with one (sensitivity
+Δ/d). We add discrete Laplace noise of scale (sensitivity·d)/ε to the integer total and
+divide by d — the same as Laplace(sensitivity/ε) on the average, but exact.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..privacy.bounding import bounded_counts, prepare_bound
+from ..privacy.budget import BudgetSplit
+from ..privacy.noise import add_discrete_laplace, discrete_laplace, grid_laplace
+from . import register
+from .base import BOUND, Mechanism, Param, counts_error
+
+CLAMP = Param("clamp", "bool", False, label="Set negative counts to 0",
+              help="Post-processing: a negative noisy count becomes 0. It costs no privacy and "
+                   "never moves a count away from the truth, but it biases small counts upwards.",
+              reference="post-processing (Dwork & Roth Prop. 2.1)")
+
+BASELINES = "Baselines (Dwork et al. 2006; DPSense §3)"
+
+
+@register
+class LPA(Mechanism):
+    id = "lpa"
+    name = "LPA — noise on every count"
+    family = BASELINES
+    paper = "Dwork, McSherry, Nissim, Smith (TCC 2006), as LPA in Kellaris & Papadopoulos (VLDB 2013)"
+    reference = "GS §2.1, Theorem 1"
+    summary = "Truncates each person to Δ items and adds noise of scale Δ/ε to every count."
+    order = 10
+    params = (
+        BOUND,
+        Param("noise", "choice", "geometric", label="Noise", choices=("geometric", "laplace"),
+              help="geometric: whole-number noise (exact discrete Laplace); laplace: Laplace noise on a "
+                   "fine power-of-two grid. Both are ε-DP with the same scale Δ/ε.", reference="GS Theorem 1"),
+        CLAMP,
+    )
+
+    def prepare_key(self, epsilon, params):
+        return (params["bound"],)
+
+    def prepare(self, data, epsilon, params, progress, cancel):
+        return prepare_bound(data.matrix, params["bound"])
+
+    def run(self, data, prepared, epsilon, params, source):
+        bound = params["bound"]
+        counts = bounded_counts(data.matrix, prepared, source)
+        scale = bound / epsilon
+        if params["noise"] == "geometric":
+            values = add_discrete_laplace(counts, scale, source).astype(np.float64)
+        else:
+            gamma = min(1.0, 2.0 ** np.floor(np.log2(scale) - 20))
+            values = grid_laplace(counts, scale, gamma, source)
+        if params["clamp"]:
+            values = np.maximum(values, 0.0)
+        budget = BudgetSplit.single(epsilon, "noisy counts", f"noise of scale Δ/ε = {scale:.6g} on every count")
+        return self.new_release(data, epsilon, params, budget, source, values=values,
+                                internal={"rows_truncated": prepared.rows_cut})
+
+    def expected_error(self, epsilon, params, facts):
+        return counts_error(params["bound"] / epsilon, facts.get("number of items (d)", 0),
+                            clamped=params["clamp"], discrete=params["noise"] == "geometric")
+
+
+@register
+class ALPA(Mechanism):
+    id = "alpa"
+    name = "ALPA — one noisy average for all"
+    family = BASELINES
+    paper = "Day & Li, DPSense (sensitivity control), §3"
+    reference = "DPSense §3"
+    summary = "Publishes the noisy average count as the count of every item: tiny noise, large bias."
+    order = 11
+    params = (
+        dataclasses.replace(BOUND, required=False, help=(
+            "Optional. With it, each person is truncated to Δ items and the average has sensitivity Δ/d; "
+            "without it the average has sensitivity 1 (a person can have all d items).")),
+        CLAMP,
+    )
+
+    def prepare_key(self, epsilon, params):
+        return (params["bound"],)
+
+    def prepare(self, data, epsilon, params, progress, cancel):
+        if params["bound"] is None:
+            return None
+        return prepare_bound(data.matrix, params["bound"])
+
+    def run(self, data, prepared, epsilon, params, source):
+        d = data.n_items
+        if prepared is None:
+            total = int(data.column_counts.sum())
+            total_sensitivity = d
+            rows_cut = 0
+        else:
+            total = int(bounded_counts(data.matrix, prepared, source).sum())
+            total_sensitivity = params["bound"]
+            rows_cut = prepared.rows_cut
+        noisy_total = total + int(discrete_laplace(source, total_sensitivity / epsilon, 1)[0])
+        average = noisy_total / d
+        if params["clamp"]:
+            average = max(average, 0.0)
+        budget = BudgetSplit.single(epsilon, "noisy average",
+                                    f"noise of scale {total_sensitivity / epsilon:.6g} on the total, divided by d")
+        return self.new_release(data, epsilon, params, budget, source, values=np.full(d, average),
+                                internal={"rows_truncated": rows_cut})
+
+    def expected_error(self, epsilon, params, facts):
+        d = facts.get("number of items (d)", 1) or 1
+        sensitivity = (params["bound"] if params["bound"] else d) / d
+        return {"noise_scale": sensitivity / epsilon, "text":
+                f"The published average is within ±{-sensitivity / epsilon * np.log(0.05):,.3g} of the true average "
+                f"95% of the time; every item gets that same value, so items far from the average are off by "
+                f"their distance to it (which depends on the data)."}

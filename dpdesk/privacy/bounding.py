@@ -1,0 +1,93 @@
+"""Contribution bounding: every person keeps at most the declared bound Δ of their items.
+
+The bound is *declared* by the steward (public), never read off the data (DESIGN.md §3).
+A row with more than Δ items keeps a uniformly random Δ of them, chosen independently
+per row, before any mechanism runs. After that, adding or removing one person changes
+at most Δ column counts by one each: the L1 sensitivity of the count vector is Δ.
+How many rows were cut is true-data information and is reported internally only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import ParameterError
+from .randomness import RandomSource
+
+
+@dataclass
+class BoundedRows:
+    """The deterministic part of bounding: which rows exceed Δ and the counts of the rest."""
+
+    bound: int
+    over_rows: np.ndarray  # rows with more than Δ items
+    base_counts: np.ndarray  # column counts of the rows within the bound
+    over_positions: np.ndarray  # positions (in the CSR arrays) of the over rows' cells
+    over_row_of_cell: np.ndarray  # for each of those cells, its row's index within over_rows
+
+    @property
+    def rows_cut(self) -> int:
+        """Internal: number of people whose items were truncated."""
+        return int(self.over_rows.size)
+
+
+def check_bound(bound) -> int:
+    if bound is None:
+        raise ParameterError("This mechanism needs the declared bound Δ (the most items one person may "
+                             "contribute). Set --bound (or 'bound' in the API).")
+    if isinstance(bound, bool) or not float(bound).is_integer() or int(bound) < 1:
+        raise ParameterError(f"The declared bound must be a whole number of at least 1, not {bound!r}.")
+    return int(bound)
+
+
+def prepare_bound(matrix: sp.csr_matrix, bound: int) -> BoundedRows:
+    """Split rows into those within Δ (counted now) and those over it (cut at release)."""
+    bound = check_bound(bound)
+    lengths = np.diff(matrix.indptr)
+    over = np.flatnonzero(lengths > bound)
+    within_mask = np.repeat(lengths <= bound, lengths)
+    base = np.bincount(matrix.indices[within_mask], minlength=matrix.shape[1]).astype(np.int64)
+    over_lengths = lengths[over]
+    starts = matrix.indptr[:-1][over].astype(np.int64)
+    total = int(over_lengths.sum())
+    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(over_lengths)[:-1]]), over_lengths)
+    positions = np.arange(total, dtype=np.int64) + offsets
+    row_of_cell = np.repeat(np.arange(over.size), over_lengths)
+    return BoundedRows(bound, over, base, positions, row_of_cell)
+
+
+def sample_kept(prepared: BoundedRows, source: RandomSource) -> np.ndarray:
+    """Positions (in the CSR arrays) of the cells kept in the over-bound rows: Δ per row, uniform."""
+    if prepared.over_positions.size == 0:
+        return prepared.over_positions
+    keys = source.words(prepared.over_positions.size)
+    order = np.lexsort((keys, prepared.over_row_of_cell))
+    rows_sorted = prepared.over_row_of_cell[order]
+    first = np.searchsorted(rows_sorted, rows_sorted, side="left")
+    rank = np.arange(order.size) - first
+    return prepared.over_positions[order[rank < prepared.bound]]
+
+
+def bounded_counts(matrix: sp.csr_matrix, prepared: BoundedRows, source: RandomSource) -> np.ndarray:
+    """Column counts after truncating every row to at most Δ uniformly chosen items."""
+    kept = sample_kept(prepared, source)
+    extra = np.bincount(matrix.indices[kept], minlength=matrix.shape[1])
+    return prepared.base_counts + extra
+
+
+def truncate(matrix: sp.csr_matrix, bound: int, source: RandomSource) -> tuple[sp.csr_matrix, int]:
+    """The truncated matrix itself (for mechanisms that need rows) and the number of rows cut."""
+    prepared = prepare_bound(matrix, bound)
+    if prepared.over_rows.size == 0:
+        return matrix, 0
+    keep = np.ones(matrix.nnz, dtype=bool)
+    keep[prepared.over_positions] = False
+    keep[sample_kept(prepared, source)] = True
+    lengths = np.diff(matrix.indptr)
+    new_lengths = np.minimum(lengths, prepared.bound)
+    indptr = np.concatenate([[0], np.cumsum(new_lengths)]).astype(matrix.indptr.dtype)
+    truncated = sp.csr_matrix((matrix.data[keep], matrix.indices[keep], indptr), shape=matrix.shape)
+    return truncated, prepared.rows_cut

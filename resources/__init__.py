@@ -1,0 +1,1 @@
+"""Bundled resources: sample data, icons, report template."""
