@@ -1,0 +1,397 @@
+"""The headless front end: ``dpdesk inspect | mechanisms | release | compare | plan | ledger | gui``.
+
+Thin on purpose: every command calls the same workflow functions as the GUI. Errors a
+user can cause print one line (``dpdesk: error: …``) and exit with status 2; nothing
+half-written is left behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from . import __version__
+from .errors import DpdeskError, ParameterError
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's own errors: one line, status 2
+        self.print_usage(sys.stderr)
+        print(f"dpdesk: error: {message}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
+def _column(value: str):
+    return int(value) if value.isdigit() else value
+
+
+def _import_options(args) -> dict:
+    options = {}
+    if getattr(args, "delimiter", None):
+        options["delimiter"] = args.delimiter
+    if getattr(args, "encoding", None):
+        options["encoding"] = args.encoding
+    if getattr(args, "header", None) is not None:
+        options["header"] = args.header
+    for key in ("person", "item", "value", "id_column", "count"):
+        value = getattr(args, key, None)
+        if value is not None:
+            options[key] = _column(value)
+    if getattr(args, "attributes", None):
+        options["attributes"] = [_column(a.strip()) for a in args.attributes.split(",") if a.strip()]
+    if getattr(args, "name", None):
+        options["name"] = args.name
+    return options
+
+
+def _add_import_arguments(parser) -> None:
+    group = parser.add_argument_group("import options (default: detected)")
+    group.add_argument("--format", default="auto",
+                       choices=["auto", "transactions", "pairs", "matrix", "records", "cells"])
+    group.add_argument("--delimiter", help="',', ';', '|', 'tab' or 'whitespace'")
+    group.add_argument("--encoding", help="auto, utf-8, utf-8-sig, latin-1 or cp1252")
+    group.add_argument("--header", dest="header", action="store_true", default=None, help="the first line is a header")
+    group.add_argument("--no-header", dest="header", action="store_false", help="there is no header line")
+    group.add_argument("--person", help="pairs: person column (name or 0-based position; default 0)")
+    group.add_argument("--item", help="pairs: item column (name or 0-based position; default 1)")
+    group.add_argument("--value", help="pairs: value column (non-zero = the person has the item)")
+    group.add_argument("--id-column", dest="id_column", help="matrix: identifier column")
+    group.add_argument("--attributes", help="records/cells: comma-separated attribute columns")
+    group.add_argument("--count", help="cells: the count column")
+    group.add_argument("--name", help="a name for the dataset in reports")
+
+
+def _load(args):
+    from .data import load
+
+    return load(args.file, format=args.format, **_import_options(args))
+
+
+def _parse_params(pairs: list[str] | None) -> dict:
+    params = {}
+    for item in pairs or []:
+        if "=" not in item:
+            raise ParameterError(f"--param needs the form name=value, not '{item}'.")
+        key, value = item.split("=", 1)
+        params[key.strip()] = value.strip()
+    return params
+
+
+def _floats(text: str, what: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ParameterError(f"{what} must be comma-separated numbers, not '{text}'.") from None
+
+
+# --- commands --------------------------------------------------------------------------
+
+def cmd_inspect(args) -> int:
+    data = _load(args)
+    summary = data.summary()
+    if args.json:
+        keys = ("rows", "columns", "nonzeros", "density", "max_row_count", "mean_row_count", "avg_column_count")
+        print(json.dumps({k: summary[k] for k in keys}))
+        return 0
+    print(f"{data.describe()}  [format: {data.source.get('format')}]")
+    labels = {
+        "rows": "rows (people)", "columns": "columns (items)" if data.kind == "incidence" else "columns (cells, m)",
+        "nonzeros": "non-zeros", "density": "density", "max_row_count": "max row count",
+        "mean_row_count": "mean row count", "avg_column_count": "average column count",
+    }
+    for key, label in labels.items():
+        value = summary[key]
+        shown = f"{value:,}" if isinstance(value, int) else (f"{value:.6g}" if key == "density" else f"{value:,.2f}")
+        print(f"  {label:<24} {shown}")
+    print(f"  {'fingerprint':<24} {data.fingerprint}")
+    print("These figures describe the true data: keep them internal.")
+    return 0
+
+
+def cmd_mechanisms(args) -> int:
+    from . import mechanisms
+
+    found = mechanisms()
+    if args.json:
+        print(json.dumps([m.describe() for m in found], indent=2, default=str))
+        return 0
+    family = None
+    for m in found:
+        if m.family != family:
+            family = m.family
+            print(f"\n{family}")
+        params = ", ".join(p.name + ("*" if p.required else "") for p in m.params)
+        print(f"  {m.id:<18} {m.summary}")
+        if params:
+            print(f"  {'':<18} parameters: {params}")
+    print("\n* required. `dpdesk mechanisms --json` lists types, defaults, bounds and help.")
+    return 0
+
+
+def _mechanism_params(args) -> dict:
+    params = _parse_params(args.param)
+    if args.bound is not None:
+        params["bound"] = args.bound
+    return params
+
+
+def cmd_release(args) -> int:
+    from .workflow import release_to_files
+
+    if args.project:
+        from .project import Project
+
+        project = Project.load(args.project)
+        data = project.load_data()
+        choice = project.release_choice()
+        mechanism = args.mechanism or choice["mechanism"]
+        epsilon = args.epsilon if args.epsilon is not None else choice["epsilon"]
+        params = dict(choice.get("params", {}))
+        params.update(_mechanism_params(args))
+        chosen_how = args.chosen_how or choice.get("chosen_how")
+    else:
+        if not args.file:
+            raise ParameterError("Give a data FILE (or --project FILE).")
+        if not args.mechanism or args.epsilon is None:
+            raise ParameterError("Give --mechanism and --epsilon (see `dpdesk mechanisms`).")
+        data = _load(args)
+        mechanism, epsilon, params = args.mechanism, args.epsilon, _mechanism_params(args)
+        chosen_how = args.chosen_how
+    reports = [r.strip() for r in (args.report or "").split(",") if r.strip()]
+    written = release_to_files(data, mechanism, epsilon, params, Path(args.out), force=args.force,
+                               formats=[f.strip() for f in args.formats.split(",") if f.strip()],
+                               reports=reports, internal_report=args.internal_report,
+                               chosen_how=chosen_how, override_cap=args.override_cap)
+    for path in written:
+        print(path)
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from .evaluation.compare import Entry, run_comparison
+
+    data = _load(args)
+    params = _mechanism_params(args)
+    from . import mechanisms as registry
+
+    entries = []
+    for mechanism_id in [m.strip() for m in args.mechanisms.split(",") if m.strip()]:
+        mechanism = registry.get(mechanism_id)
+        names = {p.name for p in mechanism.params}
+        entries.append(Entry(mechanism_id, {k: v for k, v in params.items() if k in names}))
+    epsilons = _floats(args.epsilon, "--epsilon")
+    if args.repeats < 1:
+        raise ParameterError("--repeats must be at least 1.")
+
+    def progress(fraction, message):
+        if not args.quiet:
+            print(f"\r{fraction:6.1%}  {message[:70]:<70}", end="", file=sys.stderr, flush=True)
+
+    comparison = run_comparison(data, entries, epsilons, args.repeats, seed=args.seed, progress=progress,
+                                k=args.k)
+    if not args.quiet:
+        print(file=sys.stderr)
+    out = Path(args.out)
+    from .report.export import atomic_write_text
+
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / "results.csv", comparison.results.to_csv(index=False), force=True)
+    atomic_write_text(out / "summary.csv", comparison.summary.to_csv(index=False), force=True)
+    table = comparison.summary.pivot_table(index=["label", "epsilon"], columns="metric", values="mean", sort=False)
+    print(table.to_string(float_format=lambda v: f"{v:,.4g}"))
+    print(f"(seed {comparison.seed}; these results use the true data: internal only)")
+    print(out / "results.csv")
+    print(out / "summary.csv")
+    return 0
+
+
+def cmd_plan(args) -> int:
+    from .evaluation import planner
+
+    index = _floats(args.index, "--index") if args.index else None
+    z = planner.noise_magnitude(args.epsilon, args.probability, args.sensitivity, index)
+    mta = planner.minimum_true_answer(args.epsilon, args.probability, args.relative_error, args.sensitivity, index)
+    result = {"noise_magnitude": [float(v) for v in z], "minimum_true_answer": [float(v) for v in mta]}
+    if args.answer is not None:
+        result["epsilon_needed"] = planner.epsilon_needed(args.answer, args.probability, args.relative_error,
+                                                          args.sensitivity, index)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    pr = args.probability
+    for k, (zi, mi) in enumerate(zip(z, mta)):
+        name = f"query {k + 1}: " if len(z) > 1 else ""
+        print(f"{name}noise exceeds ±{zi:,.1f} with probability {pr:g}; "
+              f"true answers of at least {mi:,.0f} stay within {args.relative_error:.0%} "
+              f"with probability {1 - pr:g}")
+    if "epsilon_needed" in result:
+        print(f"ε needed for counts of at least {args.answer:,.0f} to be within {args.relative_error:.0%} "
+              f"with probability {1 - pr:g}: {result['epsilon_needed']:.4g}")
+    return 0
+
+
+def cmd_ledger(args) -> int:
+    from .privacy.ledger import Ledger
+
+    ledger = Ledger.open()
+    if args.ledger_command == "list":
+        entries = ledger.entries(dataset=args.dataset)
+        if args.json:
+            print(json.dumps([e.public_dict() for e in entries], indent=2))
+            return 0
+        if not entries:
+            print("The ledger has no releases" + (f" for {args.dataset}" if args.dataset else "") + ".")
+        for e in entries:
+            print(f"#{e.id:<4} {e.time}  {e.dataset_name} ({e.fingerprint[:12]})  {e.mechanism:<12} "
+                  f"ε = {e.epsilon:.4g}{'  [cap overridden]' if e.cap_overridden else ''}")
+        for fingerprint, (name, total, cap) in ledger.totals(dataset=args.dataset).items():
+            cap_text = f" of cap {cap:g}" if cap is not None else " (no cap set)"
+            print(f"Total for {name} ({fingerprint[:12]}): ε = {total:.4g}{cap_text}")
+        return 0
+    if args.ledger_command == "verify":
+        problem = ledger.verify()
+        if problem is None:
+            print(f"The ledger is intact ({len(ledger.entries())} entries, hash chain verified).")
+            return 0
+        print(f"dpdesk: the ledger is broken at entry #{problem.entry_id}: {problem.reason}", file=sys.stderr)
+        return 1
+    if args.ledger_command == "cap":
+        ledger.set_cap(args.fingerprint, args.epsilon)
+        print(f"Cap for {args.fingerprint[:12]} set to ε = {args.epsilon:g}.")
+        return 0
+    return EXIT_USAGE  # pragma: no cover
+
+
+def has_display() -> bool:
+    platform = os.environ.get("QT_QPA_PLATFORM", "")
+    if platform in ("offscreen", "minimal", "vnc") or platform.startswith("offscreen"):
+        return True
+    if sys.platform.startswith("linux"):
+        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    return True
+
+
+NO_DISPLAY = """dpdesk: no display found, so the desktop application cannot open a window here.
+The same work can be done from the command line, for example:
+  dpdesk inspect FILE
+  dpdesk mechanisms
+  dpdesk compare FILE --mechanisms lpa,gs --epsilon 0.1,0.69 --repeats 10 --bound 20 --out results/
+  dpdesk release FILE --mechanism gs --epsilon 0.69 --bound 20 --out release/
+Run `dpdesk --help` for every command. The sample dataset is {sample}."""
+
+
+def cmd_gui(args) -> int:
+    from .paths import sample_path
+
+    if not has_display():
+        print(NO_DISPLAY.format(sample=sample_path()), file=sys.stderr)
+        return 1
+    from .gui.app import run_app
+
+    path = str(sample_path()) if args.sample else args.file
+    return run_app(path)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="dpdesk", description="Publish differentially private counts of a sensitive dataset.")
+    parser.add_argument("--version", action="version", version=f"dpdesk {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    p = sub.add_parser("gui", help="open the desktop application (the default)")
+    p.add_argument("file", nargs="?", help="a data file or a .dpdesk project to open")
+    p.add_argument("--sample", action="store_true", help="open the bundled sample dataset")
+    p.set_defaults(func=cmd_gui)
+
+    p = sub.add_parser("inspect", help="read a data file and print its (internal) figures")
+    p.add_argument("file")
+    p.add_argument("--json", action="store_true")
+    _add_import_arguments(p)
+    p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("mechanisms", help="list the mechanisms and their parameters")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_mechanisms)
+
+    p = sub.add_parser("release", help="run one mechanism with secure randomness and write the release")
+    p.add_argument("file", nargs="?")
+    p.add_argument("--project", help="a .dpdesk project file (its data and chosen release)")
+    p.add_argument("--mechanism")
+    p.add_argument("--epsilon", type=float)
+    p.add_argument("--bound", type=int, help="declared bound Δ: most items per person")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE", help="a mechanism parameter (repeatable)")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--formats", default="csv,json", help="release files: csv, json, parquet (default csv,json)")
+    p.add_argument("--report", help="public privacy report formats: html, pdf (e.g. html,pdf)")
+    p.add_argument("--internal-report", action="store_true", help="also write the internal (not for publication) report")
+    p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    p.add_argument("--override-cap", action="store_true", help="release even if it exceeds the dataset's budget cap (recorded)")
+    p.add_argument("--chosen-how", help="how the mechanism was chosen (goes into the public report)")
+    _add_import_arguments(p)
+    p.set_defaults(func=cmd_release)
+
+    p = sub.add_parser("compare", help="compare mechanisms over an ε grid on the true data (internal)")
+    p.add_argument("file")
+    p.add_argument("--mechanisms", required=True, help="comma-separated mechanism ids")
+    p.add_argument("--epsilon", required=True, help="comma-separated ε values")
+    p.add_argument("--repeats", type=int, default=10)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--bound", type=int)
+    p.add_argument("--param", action="append", metavar="NAME=VALUE")
+    p.add_argument("--k", type=int, default=100, help="k for the top-k metrics")
+    p.add_argument("--out", required=True)
+    p.add_argument("--quiet", action="store_true")
+    _add_import_arguments(p)
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("plan", help="noise magnitude, minimum true answer and ε needed (Shoaran et al.)")
+    p.add_argument("--epsilon", type=float, required=True)
+    p.add_argument("--probability", type=float, required=True, help="pr: chance the noise exceeds the magnitude")
+    p.add_argument("--relative-error", dest="relative_error", type=float, required=True, help="e.g. 0.1 for 10%%")
+    p.add_argument("--sensitivity", type=float, default=1.0)
+    p.add_argument("--index", help="query index g1,g2,... (DIFF)")
+    p.add_argument("--answer", type=float, help="true answer N: print the ε needed")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("ledger", help="the privacy budget ledger")
+    ledger = p.add_subparsers(dest="ledger_command", parser_class=_Parser, required=True)
+    q = ledger.add_parser("list", help="list releases and totals")
+    q.add_argument("--dataset", help="only this dataset fingerprint (or its prefix)")
+    q.add_argument("--json", action="store_true")
+    q = ledger.add_parser("verify", help="check the hash chain (exit 1 if broken)")
+    q = ledger.add_parser("cap", help="set a dataset's ε cap")
+    q.add_argument("fingerprint")
+    q.add_argument("epsilon", type=float)
+    p.set_defaults(func=cmd_ledger)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    if not argv:
+        argv = ["gui"]
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args.func(args) or 0)
+    except DpdeskError as error:
+        print(f"dpdesk: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("dpdesk: interrupted", file=sys.stderr)
+        return 130
+    except MemoryError:
+        print("dpdesk: error: not enough memory for this dataset", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

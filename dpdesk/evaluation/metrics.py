@@ -1,0 +1,71 @@
+"""Utility metrics against the true data (internal by nature: they read the truth).
+
+* MAE — mean absolute error over all items.
+* MRE — mean relative error with a sanity bound s: mean |noisy − true| / max(true, s),
+  s = 0.1% of the number of people by default (GS §5), and at least 1.
+* top-k MAE / MRE — the same over the k items with the largest true counts.
+* top-k accuracy — |top-k(true) ∩ top-k(noisy)| / k (DPSense §5.4).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+METRICS = ("mae", "mre", "topk_mae", "topk_mre", "topk_accuracy")
+METRIC_LABELS = {
+    "mae": "Mean absolute error",
+    "mre": "Mean relative error",
+    "topk_mae": "Top-k mean absolute error",
+    "topk_mre": "Top-k mean relative error",
+    "topk_accuracy": "Top-k accuracy",
+}
+LOWER_IS_BETTER = {"mae": True, "mre": True, "topk_mae": True, "topk_mre": True, "topk_accuracy": False}
+
+
+def sanity_bound(n_rows: int, fraction: float = 0.001) -> float:
+    return max(1.0, fraction * n_rows)
+
+
+def mae(noisy, true) -> float:
+    return float(np.mean(np.abs(np.asarray(noisy, float) - np.asarray(true, float))))
+
+
+def mre(noisy, true, sanity: float) -> float:
+    true = np.asarray(true, float)
+    return float(np.mean(np.abs(np.asarray(noisy, float) - true) / np.maximum(true, sanity)))
+
+
+def top_k(values, k: int) -> np.ndarray:
+    """Indices of the k largest values (ties: lower index first)."""
+    values = np.asarray(values, float)
+    k = min(int(k), values.size)
+    order = np.lexsort((np.arange(values.size), -values))
+    return order[:k]
+
+
+def topk_accuracy(noisy, true, k: int) -> float:
+    truth = set(top_k(true, k).tolist())
+    found = set(top_k(noisy, k).tolist())
+    return len(truth & found) / max(1, min(int(k), len(truth)))
+
+
+def count_metrics(noisy, true, *, n_rows: int, k: int = 100, sanity: float | None = None) -> dict:
+    s = sanity if sanity is not None else sanity_bound(n_rows)
+    top = top_k(true, k)
+    noisy, true = np.asarray(noisy, float), np.asarray(true, float)
+    return {
+        "mae": mae(noisy, true),
+        "mre": mre(noisy, true, s),
+        "topk_mae": mae(noisy[top], true[top]),
+        "topk_mre": mre(noisy[top], true[top], s),
+        "topk_accuracy": topk_accuracy(noisy, true, k),
+    }
+
+
+def evaluate(data, release, *, k: int = 100, sanity: float | None = None, **options) -> dict:
+    """Metrics of one release against the truth, for either data shape."""
+    if data.kind == "cells":
+        from .summaries import evaluate_summary  # sparse-domain query workloads
+
+        return evaluate_summary(data, release, **options)
+    return count_metrics(release.values, data.column_counts, n_rows=data.n_rows, k=k, sanity=sanity)

@@ -1,0 +1,155 @@
+"""Writing release files safely.
+
+* Atomic: each file is written to a temporary name in the same folder, flushed and
+  fsynced, then renamed over the final name, so a crash never leaves a partial file
+  under the final name. A batch writes every temporary file first and renames last.
+* No silent overwrite: an existing file is refused unless ``force`` is given.
+* No exploration results: a release made with a seeded generator is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ExportError
+
+RELEASE_FORMATS = ("csv", "json", "parquet")
+
+
+def sha256_bytes(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+def check_targets(paths, force: bool) -> None:
+    """Refuse before any work when a target exists (and ``force`` is not given) or is unwritable."""
+    for path in paths:
+        path = Path(path)
+        if path.exists() and not force:
+            raise ExportError(f"{path} already exists. Choose another folder, or allow overwriting "
+                              "(--force on the command line).")
+        if path.exists() and path.is_dir():
+            raise ExportError(f"{path} is a folder; cannot write a file there.")
+
+
+def write_files(files: dict, *, force: bool = False) -> list[Path]:
+    """Write ``{path: bytes}`` atomically (all temporary files first, then the renames)."""
+    paths = [Path(p) for p in files]
+    check_targets(paths, force)
+    temporaries = []
+    try:
+        for path, content in zip(paths, files.values()):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".part",
+                                                 delete=False)
+            with handle:
+                handle.write(content)
+                handle.flush()
+                os.fsync(handle.fileno())
+            temporaries.append((handle.name, path))
+        for temporary, path in temporaries:
+            if path.exists() and not force:  # appeared meanwhile
+                raise ExportError(f"{path} appeared while writing; nothing was overwritten.")
+            os.replace(temporary, path)
+    except PermissionError as error:
+        raise ExportError(f"Cannot write to {error.filename or paths[0].parent}: permission denied.") from None
+    except OSError as error:
+        if isinstance(error, ExportError):
+            raise
+        raise ExportError(f"Cannot write the release files: {error.strerror or error}.") from None
+    finally:
+        for temporary, _ in temporaries:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+    _fsync_dir(paths[0].parent if paths else None)
+    return paths
+
+
+def _fsync_dir(folder) -> None:
+    if folder is None:
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_text(path, text: str, *, force: bool = False) -> Path:
+    return write_files({Path(path): text.encode("utf-8")}, force=force)[0]
+
+
+def require_release(release) -> None:
+    if release.exploration:
+        raise ExportError("This result was made in exploration mode (with a seed), which is predictable "
+                          "and not private. Run the release again with secure randomness to export it.")
+
+
+def release_table(release) -> pd.DataFrame:
+    """The released numbers as a table (item,noisy_count, or the cells of a summary)."""
+    if release.values is not None:
+        values = np.asarray(release.values, dtype=np.float64)
+        integral = np.all(values == np.round(values))
+        column = values.astype(np.int64) if integral else values
+        return pd.DataFrame({"item": [str(x) for x in release.labels], "noisy_count": column})
+    cells = release.cells
+    table = {"cell": cells.indices.astype(np.int64)}
+    if cells.info.get("labels") is not None:
+        table["label"] = cells.info["labels"]
+    table["value"] = cells.values
+    if cells.weights is not None:
+        table["weight"] = cells.weights
+    return pd.DataFrame(table)
+
+
+def render_release(release, formats=("csv", "json")) -> dict[str, bytes]:
+    """The release files' content by file name, in memory (so they can be hashed first)."""
+    unknown = [f for f in formats if f not in RELEASE_FORMATS]
+    if unknown:
+        raise ExportError(f"Unknown release format(s): {', '.join(unknown)}; choose from "
+                          + ", ".join(RELEASE_FORMATS) + ".")
+    table = release_table(release)
+    files: dict[str, bytes] = {}
+    if "csv" in formats:
+        files["release.csv"] = table.to_csv(index=False, lineterminator="\n").encode("utf-8")
+    if "parquet" in formats:
+        buffer = io.BytesIO()
+        table.to_parquet(buffer, index=False)
+        files["release.parquet"] = buffer.getvalue()
+    if "json" in formats:
+        metadata = release_metadata(release, {name: sha256_bytes(c) for name, c in files.items()})
+        metadata["values"] = json.loads(table.to_json(orient="records"))
+        files["release.json"] = json.dumps(metadata, indent=2, ensure_ascii=False, default=_json_default).encode("utf-8")
+    return files
+
+
+def release_metadata(release, hashes: dict[str, str]) -> dict:
+    """Public metadata of a release: the public report plus file hashes (no true-data values)."""
+    report = dict(release.report)
+    report["files_sha256"] = hashes
+    # the dataset's fingerprint is a function of the true data (a membership test for
+    # someone who knows everyone else): it stays in the local ledger, never in public files
+    report["dataset"] = {"name": release.dataset_name}
+    return report
+
+
+def _json_default(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
