@@ -74,8 +74,12 @@ def guess_delimiter(lines: list[str]) -> str | None:
 
 def guess_header(rows: list[list[str]]) -> bool:
     """A first row whose fields are words where the later rows have numbers is a header."""
-    if len(rows) < 2:
+    header_words = {"id", "person", "user", "userid", "item", "itemid", "count", "customer", "product",
+                    "value", "weight", "rating", "name", "movieid", "artistid"}
+    if not rows:
         return False
+    if len(rows) == 1:  # a lone line of column names is a header with no data
+        return all(not is_number(v) for v in rows[0]) and bool({v.strip().lower() for v in rows[0]} & header_words)
     first, rest = rows[0], rows[1:]
     width = len(first)
     for k in range(width):
@@ -86,8 +90,7 @@ def guess_header(rows: list[list[str]]) -> bool:
     if all(not is_number(v) for v in first):
         repeats = sum(1 for k in range(width) for row in rest if len(row) > k and row[k] == first[k])
         lowered = {v.strip().lower() for v in first}
-        if repeats == 0 and lowered & {"id", "person", "user", "userid", "item", "itemid", "count",
-                                       "customer", "product", "value", "weight", "rating", "name"}:
+        if repeats == 0 and lowered & header_words:
             return True
     return False
 

@@ -154,6 +154,10 @@ def pairs_to_dataset(table: Table, *, person=0, item=1, value=None, keep_values:
         missing = np.flatnonzero(values == "")
         if missing.size:
             table.fail(int(missing[0]), column, f"the {role} is missing", expected=f"a {role} identifier")
+    # people and items named in the file exist even when their value is 0 (an empty row, a zero count)
+    rows, _ = pd.factorize(persons, sort=False)
+    cols, labels = pd.factorize(items, sort=False)
+    n_rows = int(rows.max()) + 1 if rows.size else 0
     weights = None
     if value is not None:
         value_col = table.column(value, "value")
@@ -163,15 +167,13 @@ def pairs_to_dataset(table: Table, *, person=0, item=1, value=None, keep_values:
             table.fail(int(bad[0]), value_col, f"'{frame[value_col].iloc[int(bad[0])]}' is not a number",
                        expected="a number (non-zero means the person has the item)")
         present = numbers != 0
-        persons, items, numbers = persons[present], items[present], numbers[present]
+        rows, cols, numbers = rows[present], cols[present], numbers[present]
         if keep_values:
             if np.any(numbers < 0):
                 row = int(np.flatnonzero(numbers < 0)[0])
                 table.fail(row, value_col, "a negative value", expected="values of at least 0")
             weights = numbers
-    rows, _ = pd.factorize(persons, sort=False)
-    cols, labels = pd.factorize(items, sort=False)
-    return build_incidence(np.asarray(rows, np.int64), np.asarray(cols, np.int64), int(rows.max()) + 1 if rows.size else 0,
+    return build_incidence(np.asarray(rows, np.int64), np.asarray(cols, np.int64), n_rows,
                            [str(x) for x in labels], name=name, source=source, values=weights)
 
 
