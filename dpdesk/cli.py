@@ -241,30 +241,49 @@ def cmd_ledger(args) -> int:
     ledger = Ledger.open()
     if args.ledger_command == "list":
         entries = ledger.entries(dataset=args.dataset)
+        problem = ledger.verify()
         if args.json:
-            print(json.dumps([e.public_dict() for e in entries], indent=2))
-            return 0
-        if not entries:
-            print("The ledger has no releases" + (f" for {args.dataset}" if args.dataset else "") + ".")
-        for e in entries:
-            print(f"#{e.id:<4} {e.time}  {e.dataset_name} ({e.fingerprint[:12]})  {e.mechanism:<12} "
-                  f"ε = {e.epsilon:.4g}{'  [cap overridden]' if e.cap_overridden else ''}")
-        for fingerprint, (name, total, cap) in ledger.totals(dataset=args.dataset).items():
-            cap_text = f" of cap {cap:g}" if cap is not None else " (no cap set)"
-            print(f"Total for {name} ({fingerprint[:12]}): ε = {total:.4g}{cap_text}")
+            print(json.dumps([e.public_dict() for e in entries], indent=2, ensure_ascii=False))
+        else:
+            if not entries:
+                print("The ledger has no releases" + (f" for {args.dataset}" if args.dataset else "") + ".")
+            for e in entries:
+                print(f"#{e.id:<4} {e.time}  {e.dataset_name} ({e.fingerprint[:12]})  {e.mechanism:<12} "
+                      f"ε = {e.epsilon:.4g}{'  [cap overridden]' if e.cap_overridden else ''}")
+            for fingerprint, (name, total, cap) in ledger.totals(dataset=args.dataset).items():
+                cap_text = f" of cap {cap:g}" if cap is not None else " (no cap set)"
+                print(f"Total for {name or 'dataset'} ({fingerprint[:12]}): ε = {total:.4g}{cap_text}")
+        if problem is not None:
+            print(f"dpdesk: warning: the ledger is broken at entry #{problem.entry_id}: {problem.reason}. "
+                  "The figures above cannot be trusted.", file=sys.stderr)
         return 0
     if args.ledger_command == "verify":
         problem = ledger.verify()
         if problem is None:
-            print(f"The ledger is intact ({len(ledger.entries())} entries, hash chain verified).")
+            last_id, head_hash = ledger.head()
+            print(f"The ledger is intact ({last_id} entries, hash chain verified). Last entry's hash: {head_hash}")
             return 0
         print(f"dpdesk: the ledger is broken at entry #{problem.entry_id}: {problem.reason}", file=sys.stderr)
         return 1
     if args.ledger_command == "cap":
-        ledger.set_cap(args.fingerprint, args.epsilon)
-        print(f"Cap for {args.fingerprint[:12]} set to ε = {args.epsilon:g}.")
+        fingerprint = ledger.set_cap(args.fingerprint, args.epsilon)
+        if args.epsilon is None:
+            print(f"Cap for {fingerprint[:12]} removed.")
+        else:
+            spent = ledger.status(fingerprint).spent
+            print(f"Cap for {fingerprint[:12]} set to ε = {args.epsilon:g} (spent so far: ε = {spent:.4g}).")
         return 0
     return EXIT_USAGE  # pragma: no cover
+
+
+def _cap_value(text: str) -> float | None:
+    """A cap ε for ``dpdesk ledger cap``: a number, or 'none' to remove the cap."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"the cap must be a number (or 'none'), not '{text}'") from None
 
 
 def has_display() -> bool:
@@ -365,8 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--json", action="store_true")
     q = ledger.add_parser("verify", help="check the hash chain (exit 1 if broken)")
     q = ledger.add_parser("cap", help="set a dataset's ε cap")
-    q.add_argument("fingerprint")
-    q.add_argument("epsilon", type=float)
+    q.add_argument("fingerprint", help="the dataset's fingerprint (`dpdesk inspect FILE`), or a unique prefix")
+    q.add_argument("epsilon", type=_cap_value, help="the most ε all releases of the dataset may spend ('none': no cap)")
     p.set_defaults(func=cmd_ledger)
     return parser
 
