@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Install the Debian packages dpdesk needs, when they are missing and we are root.
 #   scripts/system-deps.sh [test|gui|screenshots]
-# test: Qt's libraries for offscreen tests and poppler (PDF → PNG check)
+# test: Qt's libraries for offscreen tests, poppler (PDF → PNG check) and sqlite3 (ledger tamper test)
 # gui:  the same plus the X11/xcb libraries a real window needs
 # screenshots: gui plus Xvfb
 set -euo pipefail
 mode="${1:-test}"
 packages=(libgl1 libegl1 libfontconfig1 libxkbcommon0 libglib2.0-0 libdbus-1-3 python3-venv)
 if [ "$mode" = test ]; then
-  packages+=(poppler-utils)
+  packages+=(poppler-utils sqlite3)
 fi
 if [ "$mode" = gui ] || [ "$mode" = screenshots ]; then
   packages+=(libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1
