@@ -1,0 +1,328 @@
+"""FPA (Rastogi & Nath, SIGMOD 2010, as adapted in GS §2.2 and Appendix A).
+
+The count vector c (after truncation to the declared Δ; Δ' = min(Δ, d)) is treated as a
+signal over the items in their listed order. FPA keeps its first ρ discrete Fourier
+coefficients F_k = Σ_n c_n e^{−2πikn/d}, k = 0..ρ−1, adds noise to them and inverts.
+
+What is released, exactly
+-------------------------
+c is real, so F_{d−k} is the complex conjugate of F_k: the coefficients 0..⌊d/2⌋ (numpy's
+``rfft``) carry everything, and ρ may be 1..⌊d/2⌋+1. The released numbers are the real
+parts and imaginary parts of F_0..F_{ρ−1} as separate real coordinates — except that
+F_0 (= Σ c) has no imaginary part, and neither has F_{d/2} (d even, kept only when
+ρ = d/2 + 1). Write R for the number of kept real-only coefficients (1 or 2) and
+K = ρ − R for the complex ones: 2K + R real coordinates. The published counts are the
+inverse transform with the conjugate halves implied and the rest set to 0 (``irfft``) —
+post-processing.
+
+Sensitivity of the kept coordinates (derived here; the audit checks it)
+----------------------------------------------------------------------
+Neighbours differ by one person: δ = c(D) − c(D′) has entries in {0, +1} (or {0, −1})
+on a set S of at most Δ' items. ΔF_k = Σ_{n∈S} δ_n e^{−2πikn/d}.
+
+(a) Triangle inequality, coefficient by coefficient. For a real-only coefficient
+    |ΔF_k| ≤ |S| ≤ Δ'. For a complex one, |Re ΔF_k| + |Im ΔF_k| ≤ Σ_{n∈S}(|cos θ| + |sin θ|)
+    ≤ √2·|S| ≤ √2·Δ'. In all: T = Δ'·(R + √2·K).
+
+(b) Parseval over the whole spectrum: Σ_{k=0}^{d−1} |ΔF_k|² = d·Σ_n δ_n² = d·|S| ≤ d·Δ'.
+    Each kept complex coefficient appears twice in it (k and d − k), each real-only one
+    once. With a_r the real-only changes and s = Σ_complex |ΔF_k|²:
+    Σ a_r² + 2s ≤ dΔ'. By Cauchy–Schwarz, the complex part of the L1 is at most
+    √(2K)·√s ≤ √K·√(dΔ' − Σ a_r²), and a second Cauchy–Schwarz over the vector
+    (a_1, …, a_R, √(dΔ' − Σ a_r²)) gives L1 ≤ √(R + K)·√(dΔ') = √(ρ·d·Δ'). So P = √(ρdΔ').
+
+Both bounds hold; we use S = min(T, P). T ≈ √2·ρΔ' and P = √(ρdΔ'), so (a) is the smaller
+one when 2ρΔ' < d (the usual ρ ≪ d) and (b) when many coefficients are kept of few items.
+(a) is attained: with d = 8, ρ = 2 and Δ' = 1, a person holding item 1 changes F_0 by 1
+and F_1 by e^{−iπ/4}, an L1 change of exactly 1 + √2 = T (the audit uses that case).
+
+The paper. Theorem 2 states λ = √(ρ·d·Δ)/ε; Appendix A's steps (Parseval, then
+L1 ≤ √ρ·L2 over the ρ complex coefficients, and Δ₂(Q) = √Δ) also give √(ρdΔ), but its
+last line writes √(ρd)·Δ — larger by √Δ: valid, but wasteful. The steps themselves treat
+each complex coefficient's modulus as one coordinate; Laplace noise on real and imaginary
+parts separately needs |Re| + |Im| ≤ √2·|·|, which costs a factor √2 — exactly what the
+conjugate symmetry gives back in (b). So Theorem 2's formula is right for this release
+and agrees with (b); the appendix's final formula is √Δ too large; (a) is smaller than
+both whenever 2ρΔ' < d (roughly), which is the common case.
+
+Noise on a grid (DESIGN §3)
+---------------------------
+The coordinates are real, so they are rounded to a power-of-two grid γ and get
+γ·DiscreteLaplace(b/γ) (``grid_laplace``). Rounding can move each of the 2K + R
+coordinates by up to γ more between neighbours, so the release uses sensitivity
+S + (2K + R)·γ and scale b = (S + (2K + R)·γ)/ε (``grid_scale``): exactly ε-DP for the
+computed coefficients.
+
+Floating point in the transform. The coefficients come from a floating-point FFT whose
+error is about 10⁻¹⁶·log₂ d·√d·‖c‖₂ per coefficient (for retail.dat, ~10⁻⁹, against a
+sensitivity of several hundred). It can shift the *computed* difference between
+neighbours by at most twice that, so the privacy loss is at most ε·(1 + 2(2K+R)·e/S):
+a relative excess of order 10⁻¹², far below anything measurable, but not a proven zero;
+``release.internal['fft_error_bound']`` records the bound for the data at hand
+(internal, it depends on the counts).
+
+Error to expect (public): the noise on each published count has variance
+2b²(R + 4K)/d² (each complex coefficient enters twice through its conjugate); on top of
+it comes the reconstruction error of dropping the other coefficients, which depends on
+the data (the internal diagnostic plots it for every ρ via Parseval).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import ParameterError
+from ..privacy.bounding import bounded_counts, prepare_bound
+from ..privacy.budget import BudgetSplit
+from ..privacy.noise import grid_laplace, grid_scale
+from . import register
+from .base import BOUND, Diagnostic, Mechanism, Param
+from .counts import CLAMP
+
+FAMILY = "Grouping and smoothing (Kellaris & Papadopoulos)"
+PAPER = ("Rastogi & Nath (SIGMOD 2010), as adapted in Kellaris & Papadopoulos, Practical Differential "
+         "Privacy via Grouping and Smoothing (VLDB 2013)")
+PLOT_POINTS = 2000  # the most points a curve hands to the GUI
+MAE_POINTS = 24  # values of ρ at which the diagnostic computes the mean absolute error
+ORACLE_CANDIDATES = 64  # values of ρ the non-private oracle tries
+
+
+def kept_slots(d: int, rho: int) -> tuple[int, int]:
+    """(R, K): kept real-only coefficients (F_0, and F_{d/2} when kept) and complex ones."""
+    if not 1 <= rho <= d // 2 + 1:
+        raise ValueError(f"ρ = {rho} outside 1..{d // 2 + 1}")
+    real_only = 1 + (1 if d > 1 and d % 2 == 0 and rho - 1 == d // 2 else 0)
+    return real_only, rho - real_only
+
+
+def fpa_sensitivity(d: int, rho: int, bound: int) -> float:
+    """L1 sensitivity of the kept real and imaginary parts: min(T, P) of the module notes."""
+    bound = max(1, min(int(bound), int(d)))
+    real_only, complex_count = kept_slots(d, rho)
+    triangle = bound * (real_only + math.sqrt(2.0) * complex_count)
+    parseval = math.sqrt(rho * d * bound)
+    return min(triangle, parseval)
+
+
+def pack(coefficients: np.ndarray, d: int) -> np.ndarray:
+    """The real coordinates that are released: Re F_0, (Re F_k, Im F_k)…, and Re F_{d/2} if kept."""
+    rho = coefficients.size
+    real_only, complex_count = kept_slots(d, rho)
+    middle = coefficients[1:1 + complex_count]
+    parts = [coefficients[:1].real, np.column_stack([middle.real, middle.imag]).ravel()]
+    if real_only == 2:
+        parts.append(coefficients[-1:].real)
+    return np.concatenate(parts)
+
+
+def unpack(coordinates: np.ndarray, d: int, rho: int) -> np.ndarray:
+    """Inverse of :func:`pack`: the ρ complex coefficients (imaginary parts of real-only ones 0)."""
+    real_only, complex_count = kept_slots(d, rho)
+    out = np.zeros(rho, dtype=np.complex128)
+    out[0] = coordinates[0]
+    pairs = coordinates[1:1 + 2 * complex_count].reshape(complex_count, 2)
+    out[1:1 + complex_count] = pairs[:, 0] + 1j * pairs[:, 1]
+    if real_only == 2:
+        out[-1] = coordinates[-1]
+    return out
+
+
+def reconstruct(coefficients: np.ndarray, d: int) -> np.ndarray:
+    """Counts from the first ρ coefficients, the others 0 (post-processing)."""
+    spectrum = np.zeros(d // 2 + 1, dtype=np.complex128)
+    spectrum[:coefficients.size] = coefficients
+    return np.fft.irfft(spectrum, n=d)
+
+
+def noise_rms(d: int, rho: int, scale: float) -> float:
+    """Root mean square of the noise on each published count: b·√(2(R + 4K))/d."""
+    real_only, complex_count = kept_slots(d, rho)
+    return scale * math.sqrt(2.0 * (real_only + 4 * complex_count)) / d
+
+
+def release_scale(d: int, rho: int, bound: int, epsilon: float) -> tuple[float, float, float]:
+    """(sensitivity, grid width γ, noise scale b) for ρ kept coefficients."""
+    sensitivity = fpa_sensitivity(d, rho, bound)
+    real_only, complex_count = kept_slots(d, rho)
+    gamma, scale = grid_scale(sensitivity, epsilon, real_only + 2 * complex_count)
+    return sensitivity, gamma, scale
+
+
+def error_curve(counts: np.ndarray, bound: int, epsilon: float) -> dict:
+    """For every ρ: reconstruction RMS error (true data, via Parseval) and noise RMS (public)."""
+    d = counts.size
+    spectrum = np.fft.rfft(counts.astype(np.float64))
+    weight = np.full(spectrum.size, 2.0)
+    weight[0] = 1.0
+    if d % 2 == 0 and d > 1:
+        weight[-1] = 1.0  # F_{d/2} appears once in the full spectrum
+    energy = weight * np.abs(spectrum) ** 2
+    total = float(np.sum(counts.astype(np.float64) ** 2)) * d  # Parseval: Σ_k |F_k|² = d·Σ c²
+    dropped = np.maximum(total - np.cumsum(energy), 0.0)
+    rhos = np.arange(1, spectrum.size + 1)
+    reconstruction = np.sqrt(dropped / d) / math.sqrt(d)  # RMS over the d counts
+    bound_eff = max(1, min(int(bound), d))
+    real_only = np.ones(rhos.size)
+    if d % 2 == 0 and d > 1:
+        real_only[-1] = 2
+    complex_count = rhos - real_only
+    triangle = bound_eff * (real_only + math.sqrt(2.0) * complex_count)
+    sensitivity = np.minimum(triangle, np.sqrt(rhos * d * bound_eff))
+    noise = sensitivity / epsilon * np.sqrt(2.0 * (real_only + 4 * complex_count)) / d
+    return {"rho": rhos, "reconstruction_rmse": reconstruction, "noise_rmse": noise,
+            "total_rmse": np.sqrt(reconstruction ** 2 + noise ** 2)}
+
+
+def mae_curve(counts: np.ndarray, rhos: np.ndarray, bound: int, epsilon: float) -> dict:
+    """At the given ρ: mean absolute reconstruction error and expected total MAE (true data).
+
+    The expected total treats the noise on a count as normal with the public RMS (a sum of
+    many Laplace terms): E|e + N| = σ·√(2/π)·e^{−e²/2σ²} + |e|·erf(|e|/(σ√2)).
+    """
+    from scipy.special import erf
+
+    d = counts.size
+    truth = counts.astype(np.float64)
+    spectrum = np.fft.rfft(truth)
+    reconstruction, total = np.empty(rhos.size), np.empty(rhos.size)
+    for k, rho in enumerate(rhos):
+        error = np.abs(reconstruct(spectrum[:rho], d) - truth)
+        sigma = noise_rms(d, int(rho), fpa_sensitivity(d, int(rho), bound) / epsilon)
+        reconstruction[k] = error.mean()
+        total[k] = np.mean(sigma * math.sqrt(2 / math.pi) * np.exp(-0.5 * (error / sigma) ** 2)
+                           + error * erf(error / (sigma * math.sqrt(2))))
+    return {"rho": rhos, "reconstruction_mae": reconstruction, "expected_mae": total}
+
+
+def plot_indices(n: int, points: int, must=()) -> np.ndarray:
+    grid = np.unique(np.round(np.geomspace(1, n, num=min(points, n))).astype(np.int64)) - 1
+    extra = np.array([m - 1 for m in must if 1 <= m <= n], dtype=np.int64)
+    return np.unique(np.concatenate([grid, extra]))
+
+
+class _Fourier(Mechanism):
+    family = FAMILY
+    paper = PAPER
+    reference = "GS §2.2, Theorem 2, Appendix A"
+
+    def prepare_key(self, epsilon, params):
+        return (params["bound"],)
+
+    def prepare(self, data, epsilon, params, progress, cancel):
+        return prepare_bound(data.matrix, params["bound"])
+
+    def choose_rho(self, counts, epsilon, params, d) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def run(self, data, prepared, epsilon, params, source):
+        d = data.n_items
+        counts = bounded_counts(data.matrix, prepared, source)
+        rho = self.choose_rho(counts, epsilon, params, d)
+        sensitivity, gamma, scale = release_scale(d, rho, params["bound"], epsilon)
+        spectrum = np.fft.rfft(counts.astype(np.float64))
+        noisy = grid_laplace(pack(spectrum[:rho], d), scale, gamma, source)
+        values = reconstruct(unpack(noisy, d, rho), d)
+        if params["clamp"]:
+            values = np.maximum(values, 0.0)
+        real_only, complex_count = kept_slots(d, rho)
+        budget = BudgetSplit.single(
+            epsilon, "noisy Fourier coefficients",
+            f"{rho} coefficients ({real_only + 2 * complex_count} real numbers), L1 sensitivity {sensitivity:.6g}; "
+            f"noise of scale {scale:.6g} on a grid of width {gamma:.3g}")
+        curve = error_curve(counts, params["bound"], epsilon)
+        shown = plot_indices(curve["rho"].size, PLOT_POINTS, (rho,))
+        sampled = plot_indices(curve["rho"].size, MAE_POINTS, (rho,)) + 1
+        absolute = mae_curve(counts, sampled, params["bound"], epsilon)
+        best = int(sampled[np.argmin(absolute["expected_mae"])])
+        diagnostic = Diagnostic(
+            title="Error for each number of kept Fourier coefficients ρ (internal)",
+            caption=("FPA keeps only the first ρ Fourier coefficients of the counts. Keeping few blurs the counts "
+                     "(reconstruction error, from the true data); keeping many needs more noise (noise error, from "
+                     f"public figures only). This release kept {rho}; of the values tried, the lowest expected "
+                     f"average error on this data is at ρ = {best}. Computed from the true data: for your eyes "
+                     "only — choosing ρ from this plot would leak."),
+            data={key: value[shown] for key, value in curve.items()}
+            | {"rho_sampled": absolute["rho"], "reconstruction_mae": absolute["reconstruction_mae"],
+               "expected_mae": absolute["expected_mae"], "declared_rho": rho, "best_rho_sampled": best},
+            internal=True, x="kept coefficients (ρ)", y="error per count (root mean square, and mean absolute)")
+        fft_error = 2.0**-52 * max(1.0, math.log2(d)) * math.sqrt(d) * float(np.linalg.norm(counts))
+        release = self.new_release(
+            data, epsilon, params, budget, source, values=values, diagnostics={"reconstruction": diagnostic},
+            internal={"rows_truncated": prepared.rows_cut, "kept_coefficients": rho,
+                      "reconstruction_mae": float(np.abs(reconstruct(spectrum[:rho], d) - counts).mean()),
+                      "fft_error_bound": fft_error})
+        release.report["noise"] = {"kept_coefficients": rho, "sensitivity": sensitivity, "grid": gamma,
+                                   "scale": scale}
+        return release
+
+    def public_facts(self, data, params):
+        facts = super().public_facts(data, params)
+        facts["item order"] = "the data file's item order (FPA treats the counts as a signal in that order)"
+        return facts
+
+    def report_notes(self, params):
+        return ("The published counts are the inverse Fourier transform of the noisy kept coefficients "
+                "(post-processing); they are not whole numbers.",
+                "People with more than Δ items keep a random Δ of them before anything is counted.")
+
+
+def _noise_error(d: int, rho: int, bound: int, epsilon: float) -> dict:
+    _, _, scale = release_scale(d, rho, bound, epsilon)
+    rms = noise_rms(d, rho, scale)
+    return {"noise_scale": scale, "noise_rms_per_count": rms, "within_95": 1.96 * rms, "text":
+            f"The noise on each published count has a standard deviation of about {rms:,.3g} (95% within about "
+            f"±{1.96 * rms:,.3g}). On top of it comes the error of keeping only {rho} Fourier coefficients, "
+            "which depends on the data and is often much larger."}
+
+
+@register
+class FPA(_Fourier):
+    id = "fpa"
+    name = "FPA — noisy Fourier coefficients"
+    summary = "Keeps the first ρ Fourier coefficients of the counts, adds noise to them and transforms back."
+    order = 25
+    params = (
+        BOUND,
+        Param("rho", "int", 20, label="Kept coefficients ρ",
+              help="How many Fourier coefficients to keep (1 to d/2 + 1). Few: little noise but the counts are "
+                   "blurred; many: sharper but noisier. Declare it before looking at the data.",
+              minimum=1, maximum=10**9, reference="GS §2.2, Theorem 2", log=True),
+        CLAMP,
+    )
+
+    def check(self, data, epsilon, params):
+        if data is not None and params["rho"] > data.n_items // 2 + 1:
+            raise ParameterError(f"ρ = {params['rho']} is too large for {data.n_items} items: at most "
+                                 f"{data.n_items // 2 + 1} Fourier coefficients carry information.")
+        return params
+
+    def choose_rho(self, counts, epsilon, params, d):
+        return params["rho"]
+
+    def expected_error(self, epsilon, params, facts):
+        d = facts.get("number of items (d)")
+        if not d:
+            return None
+        return _noise_error(d, params["rho"], params["bound"], epsilon)
+
+
+@register
+class FPAOracle(_Fourier):
+    id = "fpa-oracle"
+    name = "FPA with the best ρ (NOT private)"
+    summary = ("For comparison only: picks ρ by the true error, as the GS paper did for FPA. Reading the true "
+               "data to choose ρ is not private, so this can never be released.")
+    order = 26
+    releasable = False
+    params = (BOUND, CLAMP)
+
+    def choose_rho(self, counts, epsilon, params, d):
+        candidates = plot_indices(d // 2 + 1, ORACLE_CANDIDATES) + 1
+        curve = mae_curve(counts, candidates, params["bound"], epsilon)
+        return int(candidates[np.argmin(curve["expected_mae"])])
+
+    def report_notes(self, params):
+        return ("NOT PRIVATE: ρ was chosen by the error against the true counts (comparison aid only).",
+                *super().report_notes(params))

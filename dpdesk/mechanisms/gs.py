@@ -1,0 +1,593 @@
+"""The GS family (Kellaris & Papadopoulos, VLDB 2013): grouping and smoothing.
+
+Every mechanism here partitions the d items into groups, publishes one noisy average per
+group and gives it to every item of the group. They differ in how the groups are formed.
+
+Notation: c = the column counts after truncation to the declared bound Δ (each person
+keeps at most Δ items, dpdesk.privacy.bounding), Δ' = min(Δ, d) (a person cannot hold
+more than d items), w = the group size, ε the total budget.
+
+Groups (GS Fig. 2)
+------------------
+Items are put in an order (random for GS-R, by a noisy sample for GS-S and GS) and cut
+into ⌊d/w⌋ consecutive groups of w items; the last group takes the remainder
+(w + d mod w items). Every group has at least w items.
+
+Noise on the group sums, exactly (Lemma 1 and 2)
+-----------------------------------------------
+Let S_j = Σ_{i∈g_j} c_i (an integer). One person holds m_j of their items in group j and
+Σ_j m_j ≤ Δ'. Adding discrete Laplace noise of scale |g_j|·b to S_j and publishing
+(S_j + noise)/|g_j| is the same as Laplace(b) on the average but exact (no floating-point
+attack surface, DESIGN §3). Its privacy loss is
+
+    Σ_j m_j / (|g_j|·b) ≤ Σ_j m_j / (w·b) ≤ Δ'/(w·b),
+
+so b = Δ'/(w·ε_g) makes this step ε_g-DP whatever the grouping, provided the grouping does
+not depend on the data except through already-private values (GS Theorems 3–6).
+
+* GS-R: random order (independent of the data), w = Δ', b = 1/ε: ε-DP.
+* GS-S: order from a noisy sample t_s (ε/2, below), w = Δ', b = 2/ε: ε/2 + ε/2 = ε.
+* GS: order from t_s, w = w* chosen from t_s only, b = 2Δ'/(ε·w*): ε/2 + ε/2 = ε.
+
+The noisy sample t_s (GS §3.2, module M_s)
+-----------------------------------------
+* Row sampling: every (truncated) row enters D_s with probability
+  β = (e^{ε/2} − 1)/(e^{εΔ'/2} − 1); t_s = counts(D_s) + DiscreteLaplace(2/ε). Without
+  sampling this is (εΔ'/2)-DP (sensitivity Δ'); sampling with rate β makes it
+  ln(1 + β(e^{εΔ'/2} − 1)) = ε/2 (Li, Qardaji & Su; GS Corollary 1, Theorem 4). β is
+  public; the coin uses β rounded *down* by a relative 2⁻⁴⁰ and an absolute 2⁻⁵³ so
+  that the float computation of β and the 2⁻⁵³ resolution of the coin never make the
+  true sampling probability larger than β.
+* Column sampling: every (truncated) non-empty row keeps exactly one of its items,
+  uniformly at random; t_s = counts(D_s) + DiscreteLaplace(2/ε). One person changes
+  counts(D_s) by exactly one in one item: sensitivity 1, so ε/2-DP (GS Theorem 5).
+
+Ties in t_s are broken uniformly at random (fresh random bits, independent of the data).
+The grouping is a function of t_s and that randomness only: post-processing.
+
+Truncation and sampling compose: both are done row by row with independent randomness,
+so removing a person removes their truncated row and their sampled item together, and
+the neighbouring truncated datasets are still neighbours (each row has ≤ Δ' items).
+
+Fine-tuning (GS §3.3, Fig. 6) — post-processing of t_s
+------------------------------------------------------
+With c̃ = Δ'·t_s as an estimate of c, for every w = 1..d the mechanism simulates the
+release: groups g_w in the order of t_s, averages of c̃ plus simulated noise
+Lap(2Δ'/(εw)), and the estimated error L1(c̃, t̃_w). It releases with the w* of least
+estimated error. This reads nothing but t_s and fresh randomness, so it costs no budget;
+the simulated noise may be floating-point (drawn from the release's random source)
+because it is never published. ``tuning_draws`` averages several simulations to steady
+the choice. The same standard Laplace draws serve every w (common random numbers):
+each w's simulation keeps its exact distribution, and comparisons between sizes are
+less noisy.
+
+Speed: c̃ is sorted in the order of t_s and every group is a contiguous run of it, so a
+group's term Σ_{k∈g}|c̃_k − v| is v·(2p − s − e) + P[s] + P[e] − 2P[p] with prefix sums P,
+the group's range [s, e) and p the first position with c̃_p ≥ v (one binary search,
+clipped to the group). All d sizes together have Σ_w ⌊d/w⌋ ≈ d·ln d groups, evaluated
+in batches of about 2²⁰ groups per numpy call.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..privacy.bounding import BoundedRows, prepare_bound, sample_kept
+from ..privacy.budget import BudgetSplit
+from ..privacy.noise import add_discrete_laplace, laplace_quantile
+from ..privacy.randomness import RandomSource
+from . import register
+from .base import BOUND, Diagnostic, Mechanism, Param
+from .counts import CLAMP
+
+FAMILY = "Grouping and smoothing (Kellaris & Papadopoulos)"
+PAPER = "Kellaris & Papadopoulos, Practical Differential Privacy via Grouping and Smoothing (VLDB 2013)"
+
+BATCH_GROUPS = 1 << 20  # groups evaluated per numpy call in the fine-tuning
+PLOT_POINTS = 2000  # the most points a curve hands to the GUI
+REAL_CURVE_POINTS = 30  # group sizes at which the internal true-error curve is evaluated
+ORDER_BINS = 500  # bins of the ordering-quality plot
+
+
+# --- groups -------------------------------------------------------------------------------
+
+def group_boundaries(d: int, w: int) -> np.ndarray:
+    """Start positions of the ⌊d/w⌋ groups of size w, then d (the last group takes the remainder)."""
+    if not 1 <= w <= d:
+        raise ValueError(f"group size {w} outside 1..{d}")
+    groups = d // w
+    bounds = np.arange(groups + 1, dtype=np.int64) * w
+    bounds[-1] = d
+    return bounds
+
+
+def group_averages(values_in_order: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """The average of each group of a vector already put in group order."""
+    sums = np.add.reduceat(values_in_order, bounds[:-1]).astype(np.float64)
+    return sums / np.diff(bounds)
+
+
+def spread(group_values: np.ndarray, bounds: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Each item gets its group's value: the published vector t (GS Fig. 2, lines 11–13)."""
+    values = np.empty(order.size, dtype=np.float64)
+    values[order] = np.repeat(group_values, np.diff(bounds))
+    return values
+
+
+def release_grouped(counts: np.ndarray, order: np.ndarray, w: int, average_scale: float,
+                    source: RandomSource) -> tuple[np.ndarray, np.ndarray]:
+    """Noisy group averages, spread to the items: (values, boundaries).
+
+    Discrete Laplace of scale |g|·``average_scale`` on each integer group sum, divided by
+    |g| — Laplace(``average_scale``) on the average, sampled exactly (module notes).
+    """
+    bounds = group_boundaries(order.size, w)
+    sizes = np.diff(bounds)
+    sums = np.add.reduceat(counts[order].astype(np.int64), bounds[:-1])
+    noisy = add_discrete_laplace(sums, sizes * average_scale, source)
+    return spread(noisy / sizes, bounds, order), bounds
+
+
+def smoothing_l1(counts: np.ndarray, order: np.ndarray, w: int) -> float:
+    """Σ_i |c_i − average of i's group|: the error of smoothing alone (internal when c is true)."""
+    ordered = counts[order].astype(np.float64)
+    bounds = group_boundaries(order.size, w)
+    return float(np.abs(ordered - np.repeat(group_averages(ordered, bounds), np.diff(bounds))).sum())
+
+
+def noisy_order(noisy_counts: np.ndarray, source: RandomSource) -> np.ndarray:
+    """Items from the largest integer noisy count down, ties broken uniformly at random."""
+    descending = -np.asarray(noisy_counts, dtype=np.int64)
+    tie_bits = (source.words(descending.size) >> np.uint64(44)).astype(np.int64)  # 20 random bits
+    if descending.size and int(np.abs(descending).max()) < 2**42:
+        return np.argsort(descending * (1 << 20) + tie_bits)
+    return np.lexsort((tie_bits, descending))
+
+
+# --- the private sample t_s (module M_s) ------------------------------------------------
+
+@dataclass
+class PreparedRows:
+    """Deterministic row structure for truncation and sampling (cached per dataset and Δ)."""
+
+    bounded: BoundedRows
+    within_rows: np.ndarray  # non-empty rows with at most Δ items
+    within_starts: np.ndarray  # their first cell in the CSR arrays
+    within_lengths: np.ndarray  # their number of items
+
+
+def prepare_rows(matrix: sp.csr_matrix, bound: int) -> PreparedRows:
+    bounded = prepare_bound(matrix, bound)
+    lengths = np.diff(matrix.indptr).astype(np.int64)
+    within = np.flatnonzero((lengths > 0) & (lengths <= bounded.bound))
+    return PreparedRows(bounded, within, matrix.indptr[:-1][within].astype(np.int64), lengths[within])
+
+
+def _kept_by_row(prepared: PreparedRows, source: RandomSource) -> np.ndarray:
+    """Kept cells of the over-bound rows, one row of Δ CSR positions per over-bound row."""
+    bounded = prepared.bounded
+    kept = np.sort(sample_kept(bounded, source))  # a row's cells are contiguous in CSR order
+    return kept.reshape(bounded.over_rows.size, bounded.bound)
+
+
+def _cells(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """CSR positions of whole rows given their starts and lengths."""
+    total = int(lengths.sum())
+    first = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if lengths.size else lengths
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - first, lengths)
+
+
+def truncated_and_column_sample(matrix: sp.csr_matrix, prepared: PreparedRows,
+                                source: RandomSource) -> tuple[np.ndarray, np.ndarray]:
+    """Counts c of the truncated data and counts c_s of one uniform item per truncated row."""
+    d = matrix.shape[1]
+    kept = _kept_by_row(prepared, source)
+    counts = prepared.bounded.base_counts + np.bincount(matrix.indices[kept.ravel()], minlength=d)
+    picked_within = prepared.within_starts + source.uniform_int(prepared.within_lengths)
+    picked_over = kept[np.arange(kept.shape[0]), source.uniform_int(prepared.bounded.bound, kept.shape[0])]
+    sample = np.bincount(matrix.indices[np.concatenate([picked_within, picked_over])], minlength=d)
+    return counts, sample.astype(np.int64)
+
+
+def truncated_and_row_sample(matrix: sp.csr_matrix, prepared: PreparedRows, rate: float,
+                             source: RandomSource) -> tuple[np.ndarray, np.ndarray, int]:
+    """Counts c of the truncated data, counts c_s of the rows sampled at ``rate``, rows sampled."""
+    d = matrix.shape[1]
+    kept = _kept_by_row(prepared, source)
+    counts = prepared.bounded.base_counts + np.bincount(matrix.indices[kept.ravel()], minlength=d)
+    sampled = source.bernoulli(np.full(matrix.shape[0], rate))
+    take_within = sampled[prepared.within_rows]
+    cells = np.concatenate([_cells(prepared.within_starts[take_within], prepared.within_lengths[take_within]),
+                            kept[sampled[prepared.bounded.over_rows]].ravel()])
+    sample = np.bincount(matrix.indices[cells], minlength=d).astype(np.int64)
+    return counts, sample, int(sampled.sum())
+
+
+def row_sampling_rate(epsilon: float, bound: int) -> float:
+    """β = (e^{ε/2} − 1)/(e^{εΔ/2} − 1) (GS Theorem 4)."""
+    if bound == 1:
+        return 1.0
+    return math.expm1(epsilon / 2) / math.expm1(epsilon * bound / 2)
+
+
+def safe_rate(rate: float) -> float:
+    """β rounded down so that the coin's true probability never exceeds β (module notes)."""
+    return max(0.0, rate * (1.0 - 2.0**-40) - 2.0**-53)
+
+
+# --- fine-tuning ---------------------------------------------------------------------------
+
+def standard_laplace(source: RandomSource, draws: int, size: int) -> np.ndarray:
+    """Floating-point Laplace(1) draws (for simulations only; never published)."""
+    u = source.uniform01(draws * size).reshape(draws, size) - 0.5
+    return -np.sign(u) * np.log1p(-2.0 * np.abs(u))
+
+
+def estimated_l1(sample_sorted: np.ndarray, multiplier: float, noise_numerator: float,
+                 noise: np.ndarray) -> np.ndarray:
+    """Mean over draws of L1(c̃, t̃_w) for every group size w = 1..d (``out[w − 1]``).
+
+    ``sample_sorted`` holds whole numbers in ascending order and c̃ = ``multiplier`` ·
+    ``sample_sorted`` (``multiplier`` > 0); group j of size w gets simulated noise
+    ``noise_numerator / w · noise[:, j]`` on its average (``noise`` has shape (draws, d)).
+    Prefix sums and, per group, the number of values below the noisy average, clipped to
+    the group (module notes). That number comes from a table indexed by ⌈v/multiplier⌉
+    when the values span a moderate range (one memory read instead of a binary search),
+    else from a binary search.
+    """
+    t = np.asarray(sample_sorted, dtype=np.int64)
+    d = t.size
+    noise = np.atleast_2d(noise)
+    x = multiplier * t.astype(np.float64)
+    prefix = np.concatenate([[0.0], np.cumsum(x)])  # whole numbers, exact below 2^53
+    low, span = int(t[0]), int(t[-1] - t[0])
+    below = np.searchsorted(t, low + np.arange(span + 2)) if span <= 4 * d + (1 << 20) else None
+    sizes = np.arange(1, d + 1, dtype=np.int64)
+    per_size = d // sizes  # number of groups for each w
+    cumulative = np.cumsum(per_size)
+    cuts = np.searchsorted(cumulative, np.arange(BATCH_GROUPS, cumulative[-1], BATCH_GROUPS))
+    edges = np.unique(np.concatenate([[0], cuts, [d]]))
+    total = np.zeros(d, dtype=np.float64)
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        ws, counts = sizes[lo:hi], per_size[lo:hi]
+        first = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        w_of = np.repeat(ws, counts)
+        j = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(first, counts)
+        start = j * w_of
+        end = start + w_of
+        end[first + counts - 1] = d  # the last group takes the remainder
+        p_start, p_end = prefix[start], prefix[end]
+        average = (p_end - p_start) / (end - start)
+        scale = noise_numerator / w_of
+        outer = p_start + p_end
+        width = -(start + end)
+        for row in noise:
+            v = row[j]
+            v *= scale
+            v += average
+            if below is not None:
+                m = np.ceil(v / multiplier)
+                m -= low
+                np.clip(m, 0, span + 1, out=m)
+                p = below[m.astype(np.int64)]
+            else:
+                p = np.searchsorted(x, v)
+            np.clip(p, start, end, out=p)
+            # Σ_{k<p}(v − x_k) + Σ_{k≥p}(x_k − v) over the group [start, end)
+            l1 = outer - 2.0 * prefix[p]
+            v *= 2 * p + width
+            l1 += v
+            total[lo:hi] += np.add.reduceat(l1, first)
+    return total / noise.shape[0]
+
+
+def real_l1(counts_in_order: np.ndarray, sizes: np.ndarray, noise_numerator: float,
+            noise: np.ndarray) -> np.ndarray:
+    """Mean over draws of L1(c, t_w) for the given group sizes (true counts: internal)."""
+    c = counts_in_order.astype(np.float64)
+    out = np.empty(sizes.size)
+    for k, w in enumerate(sizes):
+        bounds = group_boundaries(c.size, int(w))
+        lengths = np.diff(bounds)
+        averages = group_averages(c, bounds)
+        errors = [np.abs(c - np.repeat(averages + noise_numerator / w * row[:lengths.size], lengths)).sum()
+                  for row in np.atleast_2d(noise)]
+        out[k] = float(np.mean(errors))
+    return out
+
+
+def plot_sizes(d: int, points: int, must: tuple[int, ...] = ()) -> np.ndarray:
+    """About ``points`` group sizes spread evenly on a log scale over 1..d, plus ``must``."""
+    grid = np.unique(np.round(np.geomspace(1, d, num=min(points, d))).astype(np.int64))
+    extra = np.array([m for m in must if 1 <= m <= d], dtype=np.int64)
+    return np.unique(np.concatenate([grid, extra]))
+
+
+# --- diagnostics ---------------------------------------------------------------------------
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n, tied values sharing the average of their ranks."""
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    return (np.cumsum(counts) - (counts - 1) / 2.0)[inverse]
+
+
+def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rank correlation (NaN when either vector is constant)."""
+    if a.size < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return float("nan")
+    return float(np.corrcoef(average_ranks(a), average_ranks(b))[0, 1])
+
+
+def ordering_diagnostic(sample: np.ndarray, counts: np.ndarray, order: np.ndarray, w: int) -> Diagnostic:
+    """How well the noisy sample t_s ranks the items, judged against the true counts (internal)."""
+    d = counts.size
+    in_order = counts[order].astype(np.float64)
+    by_truth = np.sort(counts).astype(np.float64)
+    bins = np.unique(np.linspace(0, d, min(ORDER_BINS, d) + 1).astype(np.int64))
+    centre = (bins[:-1] + bins[1:] - 1) / 2
+    correlation = rank_correlation(sample, counts)
+    sample_error = smoothing_l1(counts, order, w)
+    best_error = smoothing_l1(counts, np.argsort(counts, kind="stable"), w)
+    return Diagnostic(
+        title="How well the noisy sample orders the items (internal)",
+        caption=("Items are lined up by their noisy sample count (left: smallest). The solid line is the "
+                 "average TRUE count in each stretch of that line-up; the reference line is the true counts "
+                 "in perfect order. The closer they are, the better the groups: similar counts end up "
+                 f"together. Rank correlation {correlation:.3f}; grouping error (smoothing alone, {w} items "
+                 f"per group) {sample_error:,.0f} against {best_error:,.0f} for a perfect order. "
+                 "Computed from the true data: for your eyes only."),
+        data={"position": centre, "true_count_in_sample_order": group_averages(in_order, bins),
+              "true_count_sorted": group_averages(by_truth, bins), "rank_correlation": correlation,
+              "group_size": int(w), "smoothing_l1_sample_order": sample_error,
+              "smoothing_l1_true_order": best_error},
+        internal=True, x="items in the order of the noisy sample", y="average true count")
+
+
+# --- mechanisms ----------------------------------------------------------------------------
+
+def _average_noise_error(scale: float, what: str) -> dict:
+    z95 = laplace_quantile(scale, 0.95)
+    return {"noise_scale": scale, "within_95": z95, "mean_abs_error": scale, "text":
+            f"The noise on each published group average has scale {scale:,.3g} ({what}): 95% of the time it "
+            f"is within ±{z95:,.3g}. On top of it, each item is off by the distance between its true count "
+            "and its group's average (the smoothing error), which depends on the data."}
+
+
+class _Grouping(Mechanism):
+    """Shared by the GS family: truncation, public facts, the grouped release."""
+
+    family = FAMILY
+    paper = PAPER
+
+    def prepare_key(self, epsilon, params):
+        return (params["bound"],)
+
+    def prepare(self, data, epsilon, params, progress, cancel):
+        return prepare_rows(data.matrix, params["bound"])
+
+    @staticmethod
+    def effective_bound(bound: int, d: int) -> int:
+        """Δ' = min(Δ, d): a person cannot hold more than d items."""
+        return max(1, min(int(bound), int(d)))
+
+    def finish(self, data, epsilon, params, budget, source, values, prepared, **fields):
+        if params["clamp"]:
+            values = np.maximum(values, 0.0)
+        internal = {"rows_truncated": prepared.bounded.rows_cut}
+        internal.update(fields.pop("internal", {}))
+        return self.new_release(data, epsilon, params, budget, source, values=values, internal=internal, **fields)
+
+    def report_notes(self, params):
+        return ("Items in the same group get the same published value: the group's noisy average.",
+                "People with more than Δ items keep a random Δ of them before anything is counted.")
+
+
+@register
+class GSR(_Grouping):
+    id = "gs-r"
+    name = "GS-R — random groups, averaged"
+    reference = "GS §3.1, Fig. 2, Theorem 3"
+    summary = "Random groups of Δ items; publishes each group's average with noise of scale 1/ε."
+    order = 20
+    params = (BOUND, CLAMP)
+
+    def run(self, data, prepared, epsilon, params, source):
+        d = data.n_items
+        w = self.effective_bound(params["bound"], d)
+        kept = _kept_by_row(prepared, source)
+        counts = prepared.bounded.base_counts + np.bincount(data.matrix.indices[kept.ravel()], minlength=d)
+        order = source.permutation(d)
+        values, _ = release_grouped(counts, order, w, 1.0 / epsilon, source)
+        budget = BudgetSplit.single(epsilon, "noisy group averages",
+                                    f"random groups of {w} items; noise of scale 1/ε = {1 / epsilon:.6g} "
+                                    "on each average")
+        return self.finish(data, epsilon, params, budget, source, values, prepared,
+                           internal={"smoothing_l1": smoothing_l1(counts, order, w)})
+
+    def public_facts(self, data, params):
+        facts = super().public_facts(data, params)
+        if data is not None:
+            w = self.effective_bound(params["bound"], data.n_items)
+            facts["group size w"] = w
+            facts["number of groups"] = data.n_items // w
+        facts["grouping"] = "uniformly random, independent of the data"
+        return facts
+
+    def expected_error(self, epsilon, params, facts):
+        return _average_noise_error(1.0 / epsilon, "1/ε")
+
+
+class _SampledGrouping(_Grouping):
+    """GS-S and GS: the grouping comes from a noisy sample t_s that spends ε/2."""
+
+    sampling = "column"
+
+    def noisy_sample(self, data, prepared, epsilon, params, source):
+        """(true truncated counts, sample counts c_s, t_s, facts about the sample for internal use)."""
+        bound = self.effective_bound(params["bound"], data.n_items)
+        if self.sampling == "row":
+            rate = safe_rate(row_sampling_rate(epsilon, bound))
+            counts, sample, rows = truncated_and_row_sample(data.matrix, prepared, rate, source)
+            info = {"rows_sampled": rows}
+        else:
+            counts, sample = truncated_and_column_sample(data.matrix, prepared, source)
+            info = {}
+        noisy = add_discrete_laplace(sample, 2.0 / epsilon, source)
+        return counts, sample, noisy, info
+
+    def sample_step(self, epsilon, params, d):
+        if self.sampling == "row":
+            beta = row_sampling_rate(epsilon, self.effective_bound(params["bound"], d))
+            what = (f"rows sampled with rate β = {beta:.4g}; counts of the sample plus noise of scale "
+                    f"2/ε = {2 / epsilon:.6g}; used only to form the groups")
+        else:
+            what = (f"one random item per person; counts of the sample plus noise of scale 2/ε = "
+                    f"{2 / epsilon:.6g}; used only to form the groups")
+        return "noisy sample t_s", epsilon / 2, what
+
+    def public_facts(self, data, params):
+        facts = super().public_facts(data, params)
+        facts["grouping"] = ("items sorted by a noisy sample (ties broken at random); "
+                             + ("row sampling" if self.sampling == "row" else "one random item per person"))
+        return facts
+
+
+class _GSS(_SampledGrouping):
+    reference = "GS §3.2, Fig. 4, Theorems 4–5"
+    params = (BOUND, CLAMP)
+
+    def run(self, data, prepared, epsilon, params, source):
+        d = data.n_items
+        w = self.effective_bound(params["bound"], d)
+        counts, sample, noisy, info = self.noisy_sample(data, prepared, epsilon, params, source)
+        order = noisy_order(noisy, source)
+        values, _ = release_grouped(counts, order, w, 2.0 / epsilon, source)
+        budget = BudgetSplit(epsilon).add(*self.sample_step(epsilon, params, d)).add(
+            "noisy group averages", epsilon / 2,
+            f"groups of {w} items in the order of t_s; noise of scale 2/ε = {2 / epsilon:.6g} on each average")
+        diagnostics = {"ordering": ordering_diagnostic(noisy, counts, order, w)}
+        return self.finish(data, epsilon, params, budget, source, values, prepared, diagnostics=diagnostics,
+                           internal={"smoothing_l1": smoothing_l1(counts, order, w), **info})
+
+    def public_facts(self, data, params):
+        facts = super().public_facts(data, params)
+        if data is not None:
+            w = self.effective_bound(params["bound"], data.n_items)
+            facts["group size w"] = w
+            facts["number of groups"] = data.n_items // w
+        return facts
+
+    def expected_error(self, epsilon, params, facts):
+        return _average_noise_error(2.0 / epsilon, "2/ε")
+
+
+@register
+class GSSRow(_GSS):
+    id = "gs-s-row"
+    name = "GS-S (row sampling) — groups from a noisy sample of people"
+    summary = ("Groups items with similar counts in a small random sample of people (ε/2), then publishes "
+               "group averages with noise of scale 2/ε (ε/2).")
+    order = 21
+    sampling = "row"
+
+    def public_facts(self, data, params):
+        facts = super().public_facts(data, params)
+        facts["row sampling rate β"] = "(e^{ε/2} − 1)/(e^{εΔ/2} − 1), from ε and Δ only"
+        return facts
+
+
+@register
+class GSSCol(_GSS):
+    id = "gs-s-col"
+    name = "GS-S (column sampling) — groups from one item per person"
+    summary = ("Groups items with similar counts in a noisy sample of one random item per person (ε/2), "
+               "then publishes group averages with noise of scale 2/ε (ε/2).")
+    order = 22
+    sampling = "column"
+
+
+@register
+class GS(_SampledGrouping):
+    id = "gs"
+    name = "GS — grouping and smoothing with tuned group size"
+    reference = "GS §3.3, Fig. 6, Theorem 6"
+    summary = ("Like GS-S with one random item per person, but tries every group size on the noisy sample "
+               "(no extra privacy cost) and uses the one with the least estimated error.")
+    order = 23
+    params = (
+        BOUND,
+        Param("tuning_draws", "int", 1, label="Simulated releases per group size",
+              help="The group size is chosen by simulating the release on the noisy sample. Averaging several "
+                   "simulations steadies the choice; it costs no privacy (it only uses the noisy sample) but "
+                   "takes longer.", minimum=1, maximum=100, reference="GS §3.3, Fig. 6 lines 5–11",
+              advanced=True),
+        CLAMP,
+    )
+
+    def run(self, data, prepared, epsilon, params, source):
+        d = data.n_items
+        bound = self.effective_bound(params["bound"], d)
+        counts, sample, noisy, info = self.noisy_sample(data, prepared, epsilon, params, source)
+        order = noisy_order(noisy, source)
+        numerator = 2.0 * bound / epsilon  # simulated noise Lap(2Δ/(εw)) on each average
+        simulation = standard_laplace(source, params["tuning_draws"], d)
+        # c̃ = Δ·t_s in the release order (descending), negated to be ascending: |x − v| and the
+        # symmetric noise are unchanged by the mirror, so the groups and their errors are the same
+        curve = estimated_l1(-noisy[order], bound, numerator, -simulation)
+        w = int(np.argmin(curve)) + 1
+        scale = numerator / w
+        values, _ = release_grouped(counts, order, w, scale, source)
+        budget = BudgetSplit(epsilon).add(*self.sample_step(epsilon, params, d)).add(
+            "noisy group averages", epsilon / 2,
+            f"groups of w* = {w} items in the order of t_s; noise of scale 2Δ/(ε·w*) = {scale:.6g} on each average")
+        shown = plot_sizes(d, PLOT_POINTS, (w, bound))
+        estimated = Diagnostic(
+            title="Estimated error for each group size",
+            caption=("Before publishing, GS tried every group size on its noisy sample and estimated the total "
+                     f"error of each. It chose {w} items per group, where the estimate is lowest. Small groups "
+                     "need more noise; large groups blur different counts together. The estimate uses only the "
+                     "private sample, so this plot may be shown."),
+            data={"group_size": shown, "estimated_l1": curve[shown - 1], "chosen_group_size": w,
+                  "declared_bound": int(params["bound"])},
+            internal=False, x="items per group (w)", y="estimated total error (L1)")
+        grid = plot_sizes(d, REAL_CURVE_POINTS, (w, bound))
+        truth = real_l1(counts[order], grid, numerator, simulation)
+        best = int(grid[np.argmin(truth)])
+        real = Diagnostic(
+            title="True error for each group size (internal)",
+            caption=("The same groups compared with the TRUE counts, as in the paper's Fig. 8: how much error "
+                     f"each group size would really give. GS chose {w}; on these sizes the truly best is "
+                     f"{best}. Computed from the true data: for your eyes only, and do not pick a group size "
+                     "from it (that choice would leak)."),
+            data={"group_size": grid, "real_l1": truth, "estimated_l1": curve[grid - 1], "chosen_group_size": w,
+                  "best_group_size_on_grid": best},
+            internal=True, x="items per group (w)", y="total error (L1)")
+        diagnostics = {"estimated_l1": estimated, "real_l1": real,
+                       "ordering": ordering_diagnostic(noisy, counts, order, w)}
+        release = self.finish(data, epsilon, params, budget, source, values, prepared, diagnostics=diagnostics,
+                              internal={"smoothing_l1": smoothing_l1(counts, order, w),
+                                        "real_l1_at_chosen": float(truth[np.searchsorted(grid, w)]),
+                                        "real_l1_best_on_grid": float(truth.min()), **info})
+        # w* is a function of the private sample only (post-processing): it may be published
+        release.report["chosen_group_size"] = w
+        release.report["expected_error"] = _average_noise_error(scale, f"2Δ/(ε·w*) with w* = {w}")
+        return release
+
+    def expected_error(self, epsilon, params, facts):
+        d = facts.get("number of items (d)") or 0
+        bound = self.effective_bound(params["bound"], d) if d else params["bound"]
+        low = 2.0 * bound / (epsilon * d) if d else None
+        text = (f"The noise on each published group average has scale 2Δ/(ε·w), where w is the group size GS "
+                f"chooses: {2 * bound / epsilon:,.3g} for w = 1"
+                + (f", down to {low:,.3g} for one group of all items" if low else "")
+                + ". On top of it, each item is off by the distance between its true count and its group's "
+                  "average (the smoothing error), which depends on the data.")
+        return {"text": text}
+
+    def report_notes(self, params):
+        return super().report_notes(params) + (
+            "The group size was chosen by simulating the release on the noisy sample only: no extra privacy cost.",)
