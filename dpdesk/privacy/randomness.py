@@ -38,6 +38,8 @@ class RandomSource:
     # -- helpers (exact unless stated) ---------------------------------------------------
     def uniform_int(self, high, size: int | None = None) -> np.ndarray:
         """Uniform integers in ``[0, high)`` (``high`` scalar or array), by rejection: exact."""
+        if np.ndim(high) == 0:
+            return self._uniform_int_scalar(int(high), 1 if size is None else int(size))
         high_arr = np.asarray(high, dtype=np.uint64)
         if np.any(high_arr == 0):
             raise ParameterError("uniform_int needs a positive upper limit")
@@ -55,6 +57,20 @@ class RandomSource:
             out[pending[ok]] = w[ok] % high_arr[pending[ok]]
             pending = pending[~ok]
         return out.astype(np.int64)
+
+    def _uniform_int_scalar(self, high: int, n: int) -> np.ndarray:
+        if not 0 < high <= 2**64:
+            raise ParameterError("uniform_int needs a positive upper limit")
+        limit = (2**64 // high) * high  # accept words below the last complete block
+        out = self.words(n)
+        if limit < 2**64:
+            bad = np.flatnonzero(out >= np.uint64(limit))
+            while bad.size:
+                out[bad] = self.words(bad.size)
+                bad = bad[out[bad] >= np.uint64(limit)]
+        if high < 2**64:
+            out = out % np.uint64(high)
+        return out.astype(np.int64) if high <= 2**63 else out
 
     def uniform01(self, size: int) -> np.ndarray:
         """Uniform floats in (0, 1) on the 2^-53 grid (for post-processing and public quantities)."""
