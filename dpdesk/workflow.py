@@ -21,7 +21,8 @@ from typing import Callable
 
 from . import api
 from .errors import ParameterError
-from .report.export import check_targets, render_release, require_release, sha256_bytes, write_files
+from .report.export import (RELEASE_FORMATS, check_targets, render_release, require_release, sha256_bytes,
+                            write_files)
 from .tasks import CancelToken, ProgressFn, no_progress
 
 DEFAULT_CHOSEN = "chosen before looking at results"
@@ -30,6 +31,10 @@ INTERNAL_REPORT_FILE = "internal-report-NOT-FOR-PUBLICATION.html"
 
 
 def output_names(formats, reports, internal_report: bool) -> list[str]:
+    unknown = [f for f in formats if f not in RELEASE_FORMATS]
+    if unknown:
+        raise ParameterError(f"Unknown release format(s): {', '.join(unknown)}; choose from "
+                             + ", ".join(RELEASE_FORMATS) + ".")
     names = [f"release.{f}" for f in formats]
     for r in reports:
         if r not in REPORT_FILES:

@@ -115,7 +115,11 @@ def release_table(release) -> pd.DataFrame:
 
 
 def render_release(release, formats=("csv", "json")) -> dict[str, bytes]:
-    """The release files' content by file name, in memory (so they can be hashed first)."""
+    """The release files' content by file name, in memory (so they can be hashed first).
+
+    Refuses an exploration (seeded) result, so no code path can turn one into release files.
+    """
+    require_release(release)
     unknown = [f for f in formats if f not in RELEASE_FORMATS]
     if unknown:
         raise ExportError(f"Unknown release format(s): {', '.join(unknown)}; choose from "

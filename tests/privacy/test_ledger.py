@@ -32,13 +32,13 @@ REPO = Path(__file__).resolve().parents[2]
 HASH = "ab" * 32
 
 
-def small_data(name="small", seed=0, rows=60, items=8):
+def small_data(name="small", seed=0, rows=60, items=8, prefix="i"):
     """Random 0/1 data in which every person and every item appears (so a pairs CSV of it
     reads back as the same dataset, with the same fingerprint)."""
     rng = np.random.default_rng(seed)
     dense = rng.random((rows, items)) < 0.3
     dense[np.arange(rows), np.arange(rows) % items] = True
-    return dpdesk.from_matrix(sp.csr_matrix(dense.astype(np.int64)), [f"i{j}" for j in range(items)], name=name)
+    return dpdesk.from_matrix(sp.csr_matrix(dense.astype(np.int64)), [f"{prefix}{j}" for j in range(items)], name=name)
 
 
 def secure_release(data, epsilon=0.25, bound=3):
@@ -284,22 +284,22 @@ def test_a_broken_ledger_refuses_releases(five_entries, data, tmp_path):
 
 
 # -- crash consistency -----------------------------------------------------------------------------------
-def _run_python(code: str, home: Path) -> subprocess.Popen:
-    env = dict(os.environ, DPDESK_HOME=str(home), PYTHONPATH=str(REPO))
+def python_process(code: str, home: Path | None = None) -> subprocess.Popen:
+    """Run ``code`` in a fresh Python with this checkout importable (and DPDESK_HOME=home)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    if home is not None:
+        env["DPDESK_HOME"] = str(home)
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
-def _wait_for(process: subprocess.Popen, marker: str, timeout: float = 60.0) -> list[str]:
-    lines, deadline = [], time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
+def read_until(process: subprocess.Popen, marker: str) -> None:
+    """Read the process's output until a line equals ``marker`` (fail if it ends first)."""
+    lines = []
+    for line in process.stdout:
         lines.append(line.strip())
         if line.strip() == marker:
-            return lines
-    process.kill()
+            return
     raise AssertionError(f"the subprocess never printed {marker!r}: {lines} {process.stderr.read()}")
 
 
@@ -308,7 +308,7 @@ def test_kill_inside_the_record_transaction_leaves_the_ledger_consistent(dpdesk_
     for _ in range(2):
         ledger.record(secure_release(data), data, {"release.csv": HASH})
     csv = write_csv(tmp_path / "data.csv", data)
-    process = _run_python(f"""
+    process = python_process(f"""
         import time
         import dpdesk
         from dpdesk.privacy.ledger import Ledger
@@ -325,7 +325,7 @@ def test_kill_inside_the_record_transaction_leaves_the_ledger_consistent(dpdesk_
         release = dpdesk.release(data, "lpa", epsilon=0.25, bound=3)
         Ledger.open().record(release, data, {{"release.csv": "{HASH}"}})
     """, dpdesk_home)
-    _wait_for(process, "inside-transaction")
+    read_until(process, "inside-transaction")
     assert Path(str(ledger.path) + "-journal").exists()  # really mid-transaction
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=30)
@@ -344,7 +344,7 @@ def test_kill_during_release_loops_never_leaves_an_unrecorded_file(dpdesk_home, 
     out = tmp_path / "out"
     delays = random.Random(20240611)
     for round_number in range(2):
-        process = _run_python(f"""
+        process = python_process(f"""
             from pathlib import Path
             import dpdesk
             from dpdesk.workflow import release_to_files
@@ -355,7 +355,7 @@ def test_kill_during_release_loops_never_leaves_an_unrecorded_file(dpdesk_home, 
                                  formats=("csv", "json", "parquet"))
                 print("released", flush=True)
         """, dpdesk_home)
-        _wait_for(process, "released")
+        read_until(process, "released")
         time.sleep(delays.uniform(0.05, 0.6))
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)

@@ -1,0 +1,116 @@
+"""The internal report: labelled everywhere, shows the true-data facts, plots as valid inline SVG."""
+
+import re
+import xml.etree.ElementTree as ElementTree
+
+import numpy as np
+import pytest
+
+import dpdesk
+from dpdesk.evaluation.compare import Entry, run_comparison
+from dpdesk.mechanisms.base import Diagnostic
+from dpdesk.report.internal import LABEL, internal_report_html
+from tests.conftest import DATA
+
+
+@pytest.fixture(scope="module")
+def groceries():
+    return dpdesk.load(DATA / "groceries.csv.gz")
+
+
+@pytest.fixture(scope="module")
+def release(groceries):
+    return dpdesk.release(groceries, "lpa", epsilon=0.5, bound=10, rng=3)
+
+
+def svgs(report: str) -> list[ElementTree.Element]:
+    return [ElementTree.fromstring(block) for block in re.findall(r"<svg.*?</svg>", report, re.S)]
+
+
+def test_labelled_on_every_section_and_page(groceries, release):
+    report = internal_report_html(groceries, release)
+    assert f"<title>{LABEL}" in report
+    sections = re.findall(r"<h2>.*?</h2>(.{0,120})", report, re.S)
+    assert len(sections) >= 4
+    assert all(LABEL in after for after in sections)  # a label right under every heading
+    body = report.split("<body", 1)[1]
+    assert body.count('class="internal-banner"') == 2  # top and bottom
+    assert 'class="print-label top"' in body and 'class="print-label bottom"' in body
+    # printed from a browser, the label repeats on every page (fixed header and footer)
+    assert re.search(r"@media print \{.*?\.print-label \{ position: fixed", report, re.S)
+
+
+def test_shows_the_true_data_summary_truncation_and_realised_error(groceries, release):
+    report = internal_report_html(groceries, release)
+    summary = groceries.summary()
+    assert f"<td>rows (people)</td><td class=\"num\">{summary['rows']:,}</td>" in report
+    assert f"{summary['max_row_count']:,}" in report and f"{summary['mean_row_count']:,.6g}" in report
+    over = int((groceries.row_counts > 10).sum())
+    assert f"{over:,} (" in report and f"{release.internal['rows_truncated']:,}" in report
+    assert over == release.internal["rows_truncated"]
+    removed = int(np.maximum(groceries.row_counts - 10, 0).sum())
+    assert f"{removed:,} of {groceries.nnz:,}" in report
+    from dpdesk.evaluation.metrics import evaluate
+
+    metrics = evaluate(groceries, release)
+    assert "mean absolute error" in report and f"{metrics['mae']:,.6g}" in report
+    # the promise of the public report against what happened
+    within = release.report["expected_error"]["within_95"]
+    share = np.mean(np.abs(release.values - groceries.column_counts) <= within)
+    assert f"in this release {100 * share:.3g}% do" in report
+    # the largest items with their true counts
+    top = int(np.argmax(groceries.column_counts))
+    assert f"<td>{groceries.item_labels[top]}</td><td class=\"num\">{groceries.column_counts[top]:,}</td>" in report
+
+
+def test_plots_are_valid_self_contained_svg(groceries, release):
+    report = internal_report_html(groceries, release)
+    plots = svgs(report)
+    assert len(plots) == 3  # items per person, error histogram, true against released
+    for plot in plots:
+        assert plot.tag == "{http://www.w3.org/2000/svg}svg" and plot.get("viewBox")
+    for outside in ("https://", "<link", "@import", "url(", "<script", "<img"):
+        assert outside not in report
+    circles = plots[2].findall("{http://www.w3.org/2000/svg}circle")
+    assert len(circles) == groceries.n_items
+
+
+def test_comparison_results_and_plots(groceries, release):
+    comparison = run_comparison(groceries, [Entry("lpa", {"bound": 10}), Entry("alpa", {"bound": 10})],
+                                [0.1, 1.0], 3, seed=5)
+    report = internal_report_html(groceries, release, comparison)
+    assert "Comparison on the true data" in report and "Seed 5" in report
+    assert "is itself a use of the data" in report
+    plots = svgs(report)
+    metrics = comparison.summary["metric"].unique()
+    assert len(plots) == 3 + len(metrics)
+    for plot in plots[3:]:
+        lines = plot.findall("{http://www.w3.org/2000/svg}polyline")
+        assert len(lines) == 2  # one per mechanism
+    row = comparison.summary.iloc[0]
+    assert f"<td>{row.label}</td><td class=\"num\">{row.epsilon:g}</td>" in report
+
+
+def test_diagnostics_are_drawn_or_tabulated(groceries, release):
+    release = dpdesk.release(groceries, "lpa", epsilon=0.5, bound=10, rng=4)
+    release.diagnostics = {
+        "quality": Diagnostic("Quality against θ", "Higher is better.", {"θ": np.arange(1, 30), "quality":
+                              -np.abs(np.arange(1, 30) - 12.0)}, internal=True, x="θ", y="quality"),
+        "chosen": Diagnostic("Chosen value", "What the mechanism picked.", {"θ": 12, "score": -0.5}, internal=True),
+    }
+    report = internal_report_html(groceries, release)
+    assert "Quality against θ (uses the true data)" in report and "Higher is better." in report
+    assert len(svgs(report)) == 4
+    assert "<td>score</td><td>-0.5</td>" in report
+
+
+def test_cell_data_gets_its_summary():
+    from dpdesk.mechanisms.base import CellSummary, Release
+    from dpdesk.privacy.budget import BudgetSplit
+
+    cells = dpdesk.from_cells([1, 5, 9], [30, 4, 7], 20, name="tiny cells")
+    summary_release = Release(mechanism="test", epsilon=1.0, budget=BudgetSplit.single(1.0, "all"), params={},
+                              cells=CellSummary(np.array([1, 5]), np.array([29.0, 6.0])))
+    report = internal_report_html(cells, summary_release)
+    assert "<td>rows (people)</td><td class=\"num\">41</td>" in report
+    assert "Realised error of this release" in report and LABEL in report
