@@ -1,0 +1,94 @@
+"""The command line on real data: mechanisms, release, compare, and clear errors (exit 2)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+import dpdesk
+
+
+def run(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "dpdesk.cli", *map(str, args)], capture_output=True, text=True,
+                          env=env)
+
+
+def test_version_and_mechanisms():
+    assert run("--version").stdout.strip() == f"dpdesk {dpdesk.__version__}"
+    listed = json.loads(run("mechanisms", "--json").stdout)
+    ids = [m["id"] for m in listed]
+    assert {"lpa", "alpa", "diff"} <= set(ids)
+    lpa = next(m for m in listed if m["id"] == "lpa")
+    assert {p["name"] for p in lpa["parameters"]} >= {"bound", "noise"}
+    human = run("mechanisms").stdout
+    assert "lpa" in human and "parameters:" in human
+
+
+def test_release_round_trip(tmp_path, data_dir, dpdesk_home):
+    out = tmp_path / "release"
+    result = run("release", data_dir / "chess.dat.gz", "--mechanism", "lpa", "--epsilon", "0.69", "--bound", "37",
+                 "--out", out)
+    assert result.returncode == 0, result.stderr
+    table = pd.read_csv(out / "release.csv", dtype={"item": str})
+    assert list(table.columns) == ["item", "noisy_count"] and len(table) == 75
+    truth = dpdesk.load(data_dir / "chess.dat.gz").column_counts
+    errors = (table["noisy_count"].to_numpy() - truth)
+    assert 0 < abs(errors).mean() < 5 * 37 / 0.69  # noisy, at the expected scale
+    metadata = json.loads((out / "release.json").read_text())
+    for key in ("mechanism", "epsilon", "budget", "parameters", "software", "randomness", "created"):
+        assert key in metadata, key
+    assert metadata["mechanism"]["id"] == "lpa" and metadata["epsilon"] == 0.69
+    assert metadata["parameters"]["bound"] == 37
+    assert metadata["mode"] == "release" and "os.urandom" in metadata["randomness"]
+    assert sum(step["epsilon"] for step in metadata["budget"]) == pytest.approx(0.69)
+    # a second release into the same folder is refused, nothing overwritten
+    before = (out / "release.csv").read_bytes()
+    again = run("release", data_dir / "chess.dat.gz", "--mechanism", "lpa", "--epsilon", "0.69", "--bound", "37",
+                "--out", out)
+    assert again.returncode == 2 and "already exists" in again.stderr
+    assert (out / "release.csv").read_bytes() == before
+
+
+def test_compare_writes_results_and_summary(tmp_path, data_dir):
+    out = tmp_path / "cmp"
+    result = run("compare", data_dir / "chess.dat.gz", "--mechanisms", "lpa,alpa", "--epsilon", "0.1,0.69,1.1",
+                 "--repeats", "4", "--seed", "5", "--bound", "37", "--out", out, "--quiet")
+    assert result.returncode == 0, result.stderr
+    results = pd.read_csv(out / "results.csv")
+    assert len(results) == 2 * 3 * 4
+    assert {"mechanism", "epsilon", "repeat", "mae", "mre", "topk_mae", "topk_mre", "topk_accuracy"} <= set(results.columns)
+    summary = pd.read_csv(out / "summary.csv")
+    assert {"mean", "ci_low", "ci_high"} <= set(summary.columns)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--mechanism", "lpa", "--epsilon", "0", "--bound", "5"], "ε must be greater than 0"),
+    (["--mechanism", "lpa", "--epsilon", "-1", "--bound", "5"], "ε must be greater than 0"),
+    (["--mechanism", "nope", "--epsilon", "1"], "Unknown mechanism 'nope'"),
+    (["--mechanism", "lpa", "--epsilon", "1", "--bound", "0"], "at least 1"),
+    (["--mechanism", "lpa", "--epsilon", "1"], "bound"),
+    (["--mechanism", "diff", "--epsilon", "1"], "index"),
+    (["--mechanism", "lpa", "--epsilon", "1", "--bound", "5", "--param", "noise=loud"], "must be one of"),
+])
+def test_bad_parameters_exit_2(tmp_path, data_dir, args, message):
+    result = run("release", data_dir / "chess.dat.gz", *args, "--out", tmp_path / "o")
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "o").exists()  # nothing written
+
+
+def test_compare_bad_mechanism(tmp_path, data_dir):
+    result = run("compare", data_dir / "chess.dat.gz", "--mechanisms", "lpa,zzz", "--epsilon", "1", "--out",
+                 tmp_path / "c", "--bound", "3")
+    assert result.returncode == 2 and "Unknown mechanism 'zzz'" in result.stderr
+
+
+def test_gui_without_display_points_to_the_cli():
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    result = run("gui", "--sample", env=env)
+    assert result.returncode == 1
+    assert "no display" in result.stderr and "dpdesk inspect" in result.stderr
+    assert "Traceback" not in result.stderr
