@@ -129,14 +129,31 @@ def render_release(release, formats=("csv", "json")) -> dict[str, bytes]:
     if "csv" in formats:
         files["release.csv"] = table.to_csv(index=False, lineterminator="\n").encode("utf-8")
     if "parquet" in formats:
-        buffer = io.BytesIO()
-        table.to_parquet(buffer, index=False)
-        files["release.parquet"] = buffer.getvalue()
+        files["release.parquet"] = _parquet_with_metadata(table, release)
     if "json" in formats:
         metadata = release_metadata(release, {name: sha256_bytes(c) for name, c in files.items()})
         metadata["values"] = json.loads(table.to_json(orient="records"))
         files["release.json"] = json.dumps(metadata, indent=2, ensure_ascii=False, default=_json_default).encode("utf-8")
     return files
+
+
+PARQUET_METADATA_KEY = b"dpdesk.release"
+
+
+def _parquet_with_metadata(table: pd.DataFrame, release) -> bytes:
+    """The table as Parquet, with the public metadata (without file hashes) in the schema under
+    ``dpdesk.release``, so the file describes itself like release.json does."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrow = pa.Table.from_pandas(table, preserve_index=False)
+    metadata = release_metadata(release, {})
+    del metadata["files_sha256"]
+    text = json.dumps(metadata, ensure_ascii=False, default=_json_default).encode("utf-8")
+    arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), PARQUET_METADATA_KEY: text})
+    buffer = io.BytesIO()
+    pq.write_table(arrow, buffer)
+    return buffer.getvalue()
 
 
 def release_metadata(release, hashes: dict[str, str]) -> dict:

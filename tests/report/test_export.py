@@ -175,6 +175,10 @@ def test_csv_parquet_and_json_hold_the_same_release_and_public_metadata(dpdesk_h
     assert metadata["files_sha256"] == {"release.csv": sha256_bytes((out / "release.csv").read_bytes()),
                                         "release.parquet": sha256_bytes((out / "release.parquet").read_bytes())}
     assert "fingerprint" not in json.dumps(metadata)
+    import pyarrow.parquet as pq
+
+    embedded = json.loads(pq.read_schema(out / "release.parquet").metadata[b"dpdesk.release"])
+    assert embedded == {k: v for k, v in metadata.items() if k not in ("values", "files_sha256")}
     entry = Ledger.open().entries()[-1]
     assert set(entry.files) == {"release.csv", "release.parquet", "release.json"}
     assert entry.files["release.json"] == sha256_bytes((out / "release.json").read_bytes())

@@ -1,13 +1,17 @@
 """No true value reaches a public file.
 
 A crafted dataset whose true counts and statistics are distinctive numbers (7919, 104729,
-primes between 3001 and 4999, 110,017 people, one person with 173 items, …) is released
-through the same workflow as the CLI, with every registered releasable mechanism; then
-none of those numbers — in any of the ways the reports format numbers — may appear in the
-public report (HTML and the PDF's text), the release metadata (release.json without its
-noisy values) or the ledger entry's fields. The fingerprint (a function of the true data)
-must not appear in public files either. The internal report, by contrast, must show them:
-that proves the search would find them.
+five-digit primes, 110,017 people, one person with 1,237 items, …) is released through the
+same workflow as the CLI, with every registered releasable mechanism; then none of those
+numbers — in any of the ways the reports format numbers — may appear in the public report
+(HTML and the PDF's text), the release metadata (release.json without its noisy values, and
+the metadata inside release.parquet) or the ledger entry's fields. The fingerprint (a
+function of the true data) must not appear in public files either. The internal report, by
+contrast, must show them: that proves the search would find them.
+
+The values are large and unusual on purpose: a short number (say 173) may turn up in a
+public figure by coincidence (a privately chosen θ gives "95% within ±173"), so counts
+below 1000 (the wide person's items, held by them alone) are not searched for.
 """
 
 import json
@@ -16,6 +20,7 @@ import shutil
 import subprocess
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import scipy.sparse as sp
 
@@ -25,8 +30,9 @@ from dpdesk.workflow import INTERNAL_REPORT_FILE, release_to_files
 
 N_ROWS = 110_017
 ROWS_WITH_ITEMS = 104_729
-N_ITEMS = 200
-WIDE_ROW_ITEMS = 173  # the one person far above the declared bound
+N_ITEMS = 2000
+DISTINCT_ITEMS = 40  # items 0..39 have the distinctive counts
+WIDE_ROW_ITEMS = 1237  # the one person far above the declared bound
 BOUND = 12
 # values for required parameters that have no default (public, declared values)
 DECLARED = {"bound": BOUND, "index": "uniform"}
@@ -51,23 +57,21 @@ def distinct_primes(low, high, count):
 
 
 def crafted_incidence():
-    """Item 0 has 7919 people, item 1 has 104729; items 2.. have prime counts in 3001..4999;
-    person 0 holds items 2..174 (173 items); 5,288 people hold nothing."""
-    counts = np.concatenate([[7919, 104_729], distinct_primes(3001, 5000, N_ITEMS - 2)])
-    rows, cols = [np.arange(1, 7920), np.arange(1, ROWS_WITH_ITEMS + 1)], [np.zeros(7919, int), np.ones(ROWS_WITH_ITEMS, int)]
-    wide = np.arange(2, 2 + WIDE_ROW_ITEMS)
-    rows.append(np.zeros(WIDE_ROW_ITEMS, int))
-    cols.append(wide)
+    """Item 0 has 7919 people, item 1 has 104729, items 2..39 five-digit prime counts (people
+    1..104729 hold them in contiguous, wrapping runs); person 0 holds items 40..1276 (1,237
+    items, each only theirs); items 1277.. nobody; 5,288 people hold nothing."""
+    counts = np.concatenate([[7919, 104_729], distinct_primes(10_007, 20_000, DISTINCT_ITEMS - 2)])
+    rows = [np.arange(1, 7920), np.arange(1, ROWS_WITH_ITEMS + 1), np.zeros(WIDE_ROW_ITEMS, int)]
+    cols = [np.zeros(7919, int), np.ones(ROWS_WITH_ITEMS, int), np.arange(DISTINCT_ITEMS, DISTINCT_ITEMS + WIDE_ROW_ITEMS)]
     start = 0
-    for item in range(2, N_ITEMS):
-        need = int(counts[item]) - (1 if item in wide else 0)
-        rows.append(1 + (start + np.arange(need)) % ROWS_WITH_ITEMS)  # contiguous runs, wrapping
-        cols.append(np.full(need, item))
-        start += need
+    for item in range(2, DISTINCT_ITEMS):
+        rows.append(1 + (start + np.arange(counts[item])) % ROWS_WITH_ITEMS)
+        cols.append(np.full(counts[item], item))
+        start += int(counts[item])
     matrix = sp.csr_matrix((np.ones(sum(r.size for r in rows)), (np.concatenate(rows), np.concatenate(cols))),
                            shape=(N_ROWS, N_ITEMS))
-    data = dpdesk.from_matrix(matrix, [f"product-{j:03d}" for j in range(N_ITEMS)], name="crafted")
-    assert np.array_equal(data.column_counts, counts)
+    data = dpdesk.from_matrix(matrix, [f"product-{j:04d}" for j in range(N_ITEMS)], name="crafted")
+    assert np.array_equal(data.column_counts[:DISTINCT_ITEMS], counts)
     assert data.summary()["max_row_count"] == WIDE_ROW_ITEMS and data.n_rows == N_ROWS
     return data
 
@@ -93,7 +97,10 @@ def number_forms(value) -> set[str]:
         for spec in (".2f", ".3f", ".4f", ".3g", ".4g", ".6g", ",.2f", ",.6g", ".6f", "", ".5g"):
             forms.add(format(v, spec))
         forms.add(repr(v))
-    return {f for f in forms if len(f.replace(",", "").replace(".", "").lstrip("0")) >= 3}
+    # short forms (under three significant digits, or a rounded float printed as a
+    # three-digit whole number) would match public figures by coincidence
+    return {f for f in forms if len(f.replace(",", "").replace(".", "").lstrip("0")) >= 3
+            and ("." in f or len(f.replace(",", "").replace(" ", "")) >= 4 or float(value).is_integer())}
 
 
 class Forbidden:
@@ -111,7 +118,7 @@ def true_values(data) -> Forbidden:
     """Every true count and statistic of incidence data, in all printed forms."""
     summary = data.summary()
     row_counts = data.row_counts
-    values = {f"count of {data.item_labels[j]}": int(c) for j, c in enumerate(data.column_counts)}
+    values = {f"count of {data.item_labels[j]}": int(c) for j, c in enumerate(data.column_counts) if c >= 1000}
     values.update({f"summary {k}": v for k, v in summary.items() if k != "columns"})
     values["total count"] = int(data.column_counts.sum())
     values["people above the bound"] = int((row_counts > BOUND).sum())
@@ -159,6 +166,9 @@ def test_no_true_value_in_public_files(crafted, forbidden, mechanism_id, tmp_pat
     assert len(metadata.pop("values")) == N_ITEMS  # the noisy counts may equal a true one by chance
     assert leaks(json.dumps(metadata, ensure_ascii=False), values) == []
 
+    parquet_metadata = pq.read_schema(out / "release.parquet").metadata[b"dpdesk.release"].decode("utf-8")
+    assert leaks(parquet_metadata, values) == []
+
     (entry,) = Ledger.open().entries()
     public = entry.public_dict()
     assert public["fingerprint"] == fingerprint  # the local ledger identifies the dataset ...
@@ -188,7 +198,7 @@ def test_the_leak_search_can_fail(crafted, forbidden):
     values = forbidden
     assert leaks("<td>110,017</td>", values)
     assert leaks("there are 7919 buyers", values)
-    assert leaks("max row count 173.", values)
+    assert leaks("max row count 1,237.", values) and leaks("removed 1225 items", values)
     mean = crafted.summary()["mean_row_count"]
     assert leaks(f"mean {mean:.4g} items", values)
     assert leaks(f"fingerprint {crafted.fingerprint[:12]}", values)
@@ -197,7 +207,7 @@ def test_the_leak_search_can_fail(crafted, forbidden):
 
 
 def crafted_cells():
-    counts = np.concatenate([[7919, 104_729], distinct_primes(3001, 5000, 98)])
+    counts = np.concatenate([[7919, 104_729], distinct_primes(10_007, 20_000, 98)])
     indices = np.arange(0, 100 * 37, 37)
     return dpdesk.from_cells(indices, counts, 10_000, name="crafted cells")
 
