@@ -80,6 +80,7 @@ from ..privacy.noise import grid_laplace, grid_scale
 from . import register
 from .base import BOUND, Diagnostic, Mechanism, Param
 from .counts import CLAMP
+from .gs import DIAGNOSTICS
 
 FAMILY = "Grouping and smoothing (Kellaris & Papadopoulos)"
 PAPER = ("Rastogi & Nath (SIGMOD 2010), as adapted in Kellaris & Papadopoulos, Practical Differential "
@@ -197,7 +198,9 @@ def mae_curve(counts: np.ndarray, rhos: np.ndarray, bound: int, epsilon: float) 
 
 
 def plot_indices(n: int, points: int, must=()) -> np.ndarray:
-    grid = np.unique(np.round(np.geomspace(1, n, num=min(points, n))).astype(np.int64)) - 1
+    if n <= points:
+        return np.arange(n, dtype=np.int64)
+    grid = np.unique(np.round(np.geomspace(1, n, num=points)).astype(np.int64)) - 1
     extra = np.array([m - 1 for m in must if 1 <= m <= n], dtype=np.int64)
     return np.unique(np.concatenate([grid, extra]))
 
@@ -216,27 +219,47 @@ class _Fourier(Mechanism):
     def choose_rho(self, counts, epsilon, params, d) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def sensitivity(self, d: int, rho: int, bound: int) -> float:
+        return fpa_sensitivity(d, rho, bound)
+
     def run(self, data, prepared, epsilon, params, source):
         d = data.n_items
         counts = bounded_counts(data.matrix, prepared, source)
         rho = self.choose_rho(counts, epsilon, params, d)
-        sensitivity, gamma, scale = release_scale(d, rho, params["bound"], epsilon)
+        sensitivity = self.sensitivity(d, rho, params["bound"])
+        real_only, complex_count = kept_slots(d, rho)
+        gamma, scale = grid_scale(sensitivity, epsilon, real_only + 2 * complex_count)
         spectrum = np.fft.rfft(counts.astype(np.float64))
         noisy = grid_laplace(pack(spectrum[:rho], d), scale, gamma, source)
         values = reconstruct(unpack(noisy, d, rho), d)
         if params["clamp"]:
             values = np.maximum(values, 0.0)
-        real_only, complex_count = kept_slots(d, rho)
         budget = BudgetSplit.single(
             epsilon, "noisy Fourier coefficients",
             f"{rho} coefficients ({real_only + 2 * complex_count} real numbers), L1 sensitivity {sensitivity:.6g}; "
             f"noise of scale {scale:.6g} on a grid of width {gamma:.3g}")
-        curve = error_curve(counts, params["bound"], epsilon)
+        internal = {"rows_truncated": prepared.rows_cut, "kept_coefficients": rho,
+                    "fft_error_bound": 2.0**-52 * max(1.0, math.log2(d)) * math.sqrt(d)
+                    * float(np.linalg.norm(counts))}
+        diagnostics = {}
+        if params["diagnostics"]:
+            diagnostics["reconstruction"] = self.reconstruction_diagnostic(counts, rho, params["bound"], epsilon)
+            internal["reconstruction_mae"] = float(np.abs(reconstruct(spectrum[:rho], d) - counts).mean())
+        release = self.new_release(data, epsilon, params, budget, source, values=values, diagnostics=diagnostics,
+                                   internal=internal)
+        release.report["noise"] = {"kept_coefficients": rho, "sensitivity": sensitivity, "grid": gamma,
+                                   "scale": scale}
+        return release
+
+    @staticmethod
+    def reconstruction_diagnostic(counts, rho, bound, epsilon) -> Diagnostic:
+        """Reconstruction and noise error against ρ (internal: reads the true counts)."""
+        curve = error_curve(counts, bound, epsilon)
         shown = plot_indices(curve["rho"].size, PLOT_POINTS, (rho,))
         sampled = plot_indices(curve["rho"].size, MAE_POINTS, (rho,)) + 1
-        absolute = mae_curve(counts, sampled, params["bound"], epsilon)
+        absolute = mae_curve(counts, sampled, bound, epsilon)
         best = int(sampled[np.argmin(absolute["expected_mae"])])
-        diagnostic = Diagnostic(
+        return Diagnostic(
             title="Error for each number of kept Fourier coefficients ρ (internal)",
             caption=("FPA keeps only the first ρ Fourier coefficients of the counts. Keeping few blurs the counts "
                      "(reconstruction error, from the true data); keeping many needs more noise (noise error, from "
@@ -247,15 +270,6 @@ class _Fourier(Mechanism):
             | {"rho_sampled": absolute["rho"], "reconstruction_mae": absolute["reconstruction_mae"],
                "expected_mae": absolute["expected_mae"], "declared_rho": rho, "best_rho_sampled": best},
             internal=True, x="kept coefficients (ρ)", y="error per count (root mean square, and mean absolute)")
-        fft_error = 2.0**-52 * max(1.0, math.log2(d)) * math.sqrt(d) * float(np.linalg.norm(counts))
-        release = self.new_release(
-            data, epsilon, params, budget, source, values=values, diagnostics={"reconstruction": diagnostic},
-            internal={"rows_truncated": prepared.rows_cut, "kept_coefficients": rho,
-                      "reconstruction_mae": float(np.abs(reconstruct(spectrum[:rho], d) - counts).mean()),
-                      "fft_error_bound": fft_error})
-        release.report["noise"] = {"kept_coefficients": rho, "sensitivity": sensitivity, "grid": gamma,
-                                   "scale": scale}
-        return release
 
     def public_facts(self, data, params):
         facts = super().public_facts(data, params)
@@ -289,6 +303,7 @@ class FPA(_Fourier):
               help="How many Fourier coefficients to keep (1 to d/2 + 1). Few: little noise but the counts are "
                    "blurred; many: sharper but noisier. Declare it before looking at the data.",
               minimum=1, maximum=10**9, reference="GS §2.2, Theorem 2", log=True),
+        DIAGNOSTICS,
         CLAMP,
     )
 
@@ -316,7 +331,7 @@ class FPAOracle(_Fourier):
                "data to choose ρ is not private, so this can never be released.")
     order = 26
     releasable = False
-    params = (BOUND, CLAMP)
+    params = (BOUND, DIAGNOSTICS, CLAMP)
 
     def choose_rho(self, counts, epsilon, params, d):
         candidates = plot_indices(d // 2 + 1, ORACLE_CANDIDATES) + 1

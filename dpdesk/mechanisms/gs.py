@@ -302,7 +302,9 @@ def real_l1(counts_in_order: np.ndarray, sizes: np.ndarray, noise_numerator: flo
 
 def plot_sizes(d: int, points: int, must: tuple[int, ...] = ()) -> np.ndarray:
     """About ``points`` group sizes spread evenly on a log scale over 1..d, plus ``must``."""
-    grid = np.unique(np.round(np.geomspace(1, d, num=min(points, d))).astype(np.int64))
+    if d <= points:
+        return np.arange(1, d + 1, dtype=np.int64)
+    grid = np.unique(np.round(np.geomspace(1, d, num=points)).astype(np.int64))
     extra = np.array([m for m in must if 1 <= m <= d], dtype=np.int64)
     return np.unique(np.concatenate([grid, extra]))
 
@@ -355,6 +357,13 @@ def _average_noise_error(scale: float, what: str) -> dict:
             f"The noise on each published group average has scale {scale:,.3g} ({what}): 95% of the time it "
             f"is within ±{z95:,.3g}. On top of it, each item is off by the distance between its true count "
             "and its group's average (the smoothing error), which depends on the data."}
+
+
+DIAGNOSTICS = Param(
+    "diagnostics", "bool", True, label="Compute plot data",
+    help="Also compute the numbers behind the plots (error curves, ordering quality; some use the true data and "
+         "are kept internal). Turn off to speed up long comparisons: the published counts do not change.",
+    reference="GS §5, Fig. 8", advanced=True)
 
 
 class _Grouping(Mechanism):
@@ -458,7 +467,7 @@ class _SampledGrouping(_Grouping):
 
 class _GSS(_SampledGrouping):
     reference = "GS §3.2, Fig. 4, Theorems 4–5"
-    params = (BOUND, CLAMP)
+    params = (BOUND, DIAGNOSTICS, CLAMP)
 
     def run(self, data, prepared, epsilon, params, source):
         d = data.n_items
@@ -469,9 +478,12 @@ class _GSS(_SampledGrouping):
         budget = BudgetSplit(epsilon).add(*self.sample_step(epsilon, params, d)).add(
             "noisy group averages", epsilon / 2,
             f"groups of {w} items in the order of t_s; noise of scale 2/ε = {2 / epsilon:.6g} on each average")
-        diagnostics = {"ordering": ordering_diagnostic(noisy, counts, order, w)}
+        diagnostics = {}
+        if params["diagnostics"]:
+            diagnostics["ordering"] = ordering_diagnostic(noisy, counts, order, w)
+            info["smoothing_l1"] = smoothing_l1(counts, order, w)
         return self.finish(data, epsilon, params, budget, source, values, prepared, diagnostics=diagnostics,
-                           internal={"smoothing_l1": smoothing_l1(counts, order, w), **info})
+                           internal=info)
 
     def public_facts(self, data, params):
         facts = super().public_facts(data, params)
@@ -525,6 +537,7 @@ class GS(_SampledGrouping):
                    "simulations steadies the choice; it costs no privacy (it only uses the noisy sample) but "
                    "takes longer.", minimum=1, maximum=100, reference="GS §3.3, Fig. 6 lines 5–11",
               advanced=True),
+        DIAGNOSTICS,
         CLAMP,
     )
 
@@ -544,7 +557,24 @@ class GS(_SampledGrouping):
         budget = BudgetSplit(epsilon).add(*self.sample_step(epsilon, params, d)).add(
             "noisy group averages", epsilon / 2,
             f"groups of w* = {w} items in the order of t_s; noise of scale 2Δ/(ε·w*) = {scale:.6g} on each average")
-        shown = plot_sizes(d, PLOT_POINTS, (w, bound))
+        diagnostics = {}
+        if params["diagnostics"]:
+            diagnostics = self.tuning_diagnostics(curve, w, params["bound"], counts[order], numerator, simulation,
+                                                  info)
+            diagnostics["ordering"] = ordering_diagnostic(noisy, counts, order, w)
+            info["smoothing_l1"] = smoothing_l1(counts, order, w)
+        release = self.finish(data, epsilon, params, budget, source, values, prepared, diagnostics=diagnostics,
+                              internal=info)
+        # w* is a function of the private sample only (post-processing): it may be published
+        release.report["chosen_group_size"] = w
+        release.report["expected_error"] = _average_noise_error(scale, f"2Δ/(ε·w*) with w* = {w}")
+        return release
+
+    @staticmethod
+    def tuning_diagnostics(curve, w, declared, counts_in_order, numerator, simulation, internal) -> dict:
+        """The estimated error curve (private: from t_s) and the true one on a grid (internal, GS Fig. 8)."""
+        d = curve.size
+        shown = plot_sizes(d, PLOT_POINTS, (w, declared))
         estimated = Diagnostic(
             title="Estimated error for each group size",
             caption=("Before publishing, GS tried every group size on its noisy sample and estimated the total "
@@ -552,30 +582,23 @@ class GS(_SampledGrouping):
                      "need more noise; large groups blur different counts together. The estimate uses only the "
                      "private sample, so this plot may be shown."),
             data={"group_size": shown, "estimated_l1": curve[shown - 1], "chosen_group_size": w,
-                  "declared_bound": int(params["bound"])},
+                  "declared_bound": int(declared)},
             internal=False, x="items per group (w)", y="estimated total error (L1)")
-        grid = plot_sizes(d, REAL_CURVE_POINTS, (w, bound))
-        truth = real_l1(counts[order], grid, numerator, simulation)
+        grid = plot_sizes(d, REAL_CURVE_POINTS, (w, declared))
+        truth = real_l1(counts_in_order, grid, numerator, simulation)
         best = int(grid[np.argmin(truth)])
         real = Diagnostic(
             title="True error for each group size (internal)",
             caption=("The same groups compared with the TRUE counts, as in the paper's Fig. 8: how much error "
-                     f"each group size would really give. GS chose {w}; on these sizes the truly best is "
+                     f"each group size would really give. GS chose {w}; of these sizes the truly best is "
                      f"{best}. Computed from the true data: for your eyes only, and do not pick a group size "
                      "from it (that choice would leak)."),
             data={"group_size": grid, "real_l1": truth, "estimated_l1": curve[grid - 1], "chosen_group_size": w,
                   "best_group_size_on_grid": best},
             internal=True, x="items per group (w)", y="total error (L1)")
-        diagnostics = {"estimated_l1": estimated, "real_l1": real,
-                       "ordering": ordering_diagnostic(noisy, counts, order, w)}
-        release = self.finish(data, epsilon, params, budget, source, values, prepared, diagnostics=diagnostics,
-                              internal={"smoothing_l1": smoothing_l1(counts, order, w),
-                                        "real_l1_at_chosen": float(truth[np.searchsorted(grid, w)]),
-                                        "real_l1_best_on_grid": float(truth.min()), **info})
-        # w* is a function of the private sample only (post-processing): it may be published
-        release.report["chosen_group_size"] = w
-        release.report["expected_error"] = _average_noise_error(scale, f"2Δ/(ε·w*) with w* = {w}")
-        return release
+        internal["real_l1_at_chosen"] = float(truth[np.searchsorted(grid, w)])
+        internal["real_l1_best_on_grid"] = float(truth.min())
+        return {"estimated_l1": estimated, "real_l1": real}
 
     def expected_error(self, epsilon, params, facts):
         d = facts.get("number of items (d)") or 0
