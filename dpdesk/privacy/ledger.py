@@ -239,9 +239,15 @@ class Ledger:
             conn.execute("COMMIT")
 
     def _initialise(self) -> None:
-        new = not self.path.exists()
-        if new:
+        if not self.path.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:  # owner only from the start: fingerprints identify datasets
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            except FileExistsError:  # another process created it meanwhile
+                pass
+        with self._connect() as conn:
+            if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+                return  # nothing to write: a read-only ledger can still be listed and verified
         with self._transaction() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -253,11 +259,6 @@ class Ledger:
             for statement in filter(str.strip, _SCHEMA.split(";")):
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        if new:
-            try:
-                os.chmod(self.path, 0o600)  # fingerprints identify datasets: owner only
-            except OSError:
-                pass
 
     # -- budget ------------------------------------------------------------------------------
     def _spent_and_cap(self, conn, fingerprint: str) -> tuple[float, float | None]:

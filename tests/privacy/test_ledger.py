@@ -73,6 +73,29 @@ def test_open_uses_dpdesk_home_and_is_private(dpdesk_home):
     assert ledger.head() == (0, GENESIS_HASH)
 
 
+def test_opening_listing_and_verifying_never_write(dpdesk_home, data, monkeypatch):
+    """So a read-only ledger (a copy handed to an auditor) can be listed and verified."""
+    ledger = Ledger.open()
+    ledger.record(secure_release(data), data, {})
+    before = ledger.path.read_bytes()
+
+    def no_writes(self):
+        raise AssertionError("a write transaction was opened")
+
+    monkeypatch.setattr(Ledger, "_transaction", no_writes)
+    again = Ledger.open()
+    assert len(again.entries()) == 1 and again.verify() is None and again.totals()
+    assert ledger.path.read_bytes() == before
+
+
+def test_a_newer_ledger_format_is_refused(dpdesk_home):
+    ledger = Ledger.open()
+    with sqlite3.connect(ledger.path) as conn:
+        conn.execute("PRAGMA user_version = 99")
+    with pytest.raises(LedgerError, match="newer dpdesk"):
+        Ledger.open()
+
+
 def test_a_file_that_is_not_a_ledger_is_refused(tmp_path):
     other = tmp_path / "other.sqlite"
     with sqlite3.connect(other) as conn:
