@@ -68,39 +68,66 @@ def _effective_sensitivity(scores: np.ndarray, sensitivity: float, score_error: 
 def sample(scores, *, epsilon: float, sensitivity: float, source: RandomSource,
            monotone: bool = False, score_error: float | None = None) -> int:
     """Index of the selected candidate (see the module notes for the exact method)."""
-    scores = np.asarray(scores, dtype=np.float64).ravel()
-    n = scores.size
-    if n == 0:
-        raise ParameterError("The exponential mechanism needs at least one candidate.")
-    if not np.all(np.isfinite(scores)):
-        raise ParameterError("Quality scores must be finite numbers.")
-    c = coefficient(epsilon, _effective_sensitivity(scores, sensitivity, score_error), monotone)
-    q_max = float(scores.max())
-    gaps = c * (q_max - scores)  # ≥ 0; float, within 2⁻⁵¹ relative of the exact γ_i
-    bits = max(8, min(40, 62 - math.ceil(math.log2(n + 1))))
-    approx = np.exp(-gaps)
-    weights = np.floor(approx * 2.0**bits).astype(np.uint64)
-    cumulative = np.cumsum(weights, dtype=np.uint64)
-    total = int(cumulative[-1])  # ≥ 2^bits·(1 − tiny) because the best candidate has weight ≈ 1
-    # proposal probability of each candidate: (1−η)·W_i/ΣW + η/n
-    eta = float(_MIX)
-    proposal = (1 - eta) * weights.astype(np.float64) / total + eta / n
-    # M ≥ max e^{−γ}/p; the float ratio is within ~2⁻⁴⁰ relative, so 1 + 2⁻²⁰ is ample
-    bound = float(np.max(approx / proposal)) * (1 + 2.0**-20)
-    while True:
-        batch = 32
-        choose_uniform = source.uniform_int(int(1 / _MIX), size=batch) == 0
-        uniform_pick = source.uniform_int(n, size=batch)
-        weighted_pick = np.searchsorted(cumulative, source.uniform_int(np.uint64(total), size=batch)
-                                        .astype(np.uint64), side="right")
-        picks = np.where(choose_uniform, uniform_pick, weighted_pick)
-        accept_float = approx[picks] / (bound * proposal[picks])
-        u = source.words(batch)
-        for j in range(batch):
-            i = int(picks[j])
-            if _bernoulli(int(u[j]), float(accept_float[j]), source,
-                          _exact_acceptance(i, scores, c, q_max, weights, total, n, bound)):
-                return i
+    return Sampler(scores, epsilon=epsilon, sensitivity=sensitivity, monotone=monotone,
+                   score_error=score_error).draw(source)
+
+
+class Sampler:
+    """The deterministic part of :func:`sample` for fixed scores, reusable across draws.
+
+    A mechanism that draws many times from the same scores (comparisons repeat a release)
+    builds it once; each :meth:`draw` then costs a few small operations instead of passes
+    over every candidate. Holds the scores and the cumulative proposal weights.
+    """
+
+    def __init__(self, scores, *, epsilon: float, sensitivity: float, monotone: bool = False,
+                 score_error: float | None = None):
+        scores = np.asarray(scores, dtype=np.float64).ravel()
+        n = scores.size
+        if n == 0:
+            raise ParameterError("The exponential mechanism needs at least one candidate.")
+        if not np.all(np.isfinite(scores)):
+            raise ParameterError("Quality scores must be finite numbers.")
+        c = coefficient(epsilon, _effective_sensitivity(scores, sensitivity, score_error), monotone)
+        q_max = float(scores.max())
+        gaps = c * (q_max - scores)  # ≥ 0; float, within 2⁻⁵¹ relative of the exact γ_i
+        bits = max(8, min(40, 62 - math.ceil(math.log2(n + 1))))
+        approx = np.exp(-gaps)
+        weights = np.floor(approx * 2.0**bits).astype(np.uint64)
+        self.cumulative = np.cumsum(weights, dtype=np.uint64)
+        self.total = int(self.cumulative[-1])  # ≥ 2^bits·(1 − tiny): the best candidate has weight ≈ 1
+        # proposal probability of each candidate: (1−η)·W_i/ΣW + η/n
+        eta = float(_MIX)
+        proposal = (1 - eta) * weights.astype(np.float64) / self.total + eta / n
+        # M ≥ max e^{−γ}/p; the float ratio is within ~2⁻⁴⁰ relative, so 1 + 2⁻²⁰ is ample
+        self.bound = float(np.max(approx / proposal)) * (1 + 2.0**-20)
+        self.scores, self.c, self.q_max, self.n = scores, c, q_max, n
+
+    def _weights(self, picks: np.ndarray) -> np.ndarray:
+        previous = np.where(picks > 0, self.cumulative[np.maximum(picks - 1, 0)], np.uint64(0))
+        return self.cumulative[picks] - previous
+
+    def draw(self, source: RandomSource) -> int:
+        n, total, bound = self.n, self.total, self.bound
+        eta = float(_MIX)
+        while True:
+            batch = 32
+            choose_uniform = source.uniform_int(int(1 / _MIX), size=batch) == 0
+            uniform_pick = source.uniform_int(n, size=batch)
+            weighted_pick = np.searchsorted(self.cumulative, source.uniform_int(np.uint64(total), size=batch)
+                                            .astype(np.uint64), side="right")
+            picks = np.where(choose_uniform, uniform_pick, weighted_pick)
+            weights = self._weights(picks)
+            approx = np.exp(-(self.c * (self.q_max - self.scores[picks])))
+            proposal = (1 - eta) * weights.astype(np.float64) / total + eta / n
+            accept_float = approx / (bound * proposal)
+            u = source.words(batch)
+            for j in range(batch):
+                i = int(picks[j])
+                if _bernoulli(int(u[j]), float(accept_float[j]), source,
+                              _exact_acceptance(i, self.scores, self.c, self.q_max, int(weights[j]), total, n,
+                                                bound)):
+                    return i
 
 
 def _bernoulli(word: int, p_float: float, source: RandomSource, exact) -> bool:
@@ -129,12 +156,12 @@ def _bernoulli(word: int, p_float: float, source: RandomSource, exact) -> bool:
     raise RuntimeError("exponential mechanism acceptance undecided")  # pragma: no cover
 
 
-def _exact_acceptance(i, scores, c, q_max, weights, total, n, bound):
+def _exact_acceptance(i, scores, c, q_max, weight, total, n, bound):
     def compute(precision: int) -> Decimal:
         with localcontext() as ctx:
             ctx.prec = precision
             gamma = Decimal(c) * (Decimal(q_max) - Decimal(float(scores[i])))
             target = (-gamma).exp()
-            proposal = (Decimal(1) - Decimal(1) / 64) * Decimal(int(weights[i])) / Decimal(total) + Decimal(1) / (64 * n)
+            proposal = (Decimal(1) - Decimal(1) / 64) * Decimal(weight) / Decimal(total) + Decimal(1) / (64 * n)
             return target / (Decimal(bound) * proposal)
     return compute
