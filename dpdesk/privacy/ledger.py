@@ -283,7 +283,7 @@ class Ledger:
             self._require_intact(conn)
             spent, cap = self._spent_and_cap(conn, fingerprint)
         if exceeds_cap(spent, epsilon, cap) and not override:
-            raise BudgetError(_refusal(fingerprint, epsilon, spent, cap))
+            raise BudgetError(_refusal(fingerprint, epsilon, spent, cap, "No noise was drawn."))
         return BudgetStatus(fingerprint, spent, cap)
 
     def record(self, release, data, hashes: dict, override: bool = False) -> Entry:
@@ -303,8 +303,8 @@ class Ledger:
             last_id, last_hash = self._require_intact(conn)
             spent, cap = self._spent_and_cap(conn, fingerprint)
             exceeded = exceeds_cap(spent, epsilon, cap)
-            if exceeded and not override:
-                raise BudgetError(_refusal(fingerprint, epsilon, spent, cap))
+            if exceeded and not override:  # another release was recorded since the check
+                raise BudgetError(_refusal(fingerprint, epsilon, spent, cap, "Nothing was released or recorded."))
             row = {
                 "id": last_id + 1,
                 "time": release.created or _now(),
@@ -475,8 +475,8 @@ def _find_problem(conn) -> tuple[LedgerProblem | None, int, str]:
     return None, last_id, previous
 
 
-def _refusal(fingerprint: str, epsilon: float, spent: float, cap: float | None) -> str:
+def _refusal(fingerprint: str, epsilon: float, spent: float, cap: float, outcome: str) -> str:
     return (f"This release would spend ε = {epsilon:g} on a dataset (fingerprint {fingerprint[:12]}) that has "
             f"already spent ε = {spent:.6g} of its cap ε = {cap:g}: the total would be {spent + epsilon:.6g}. "
-            f"No noise was drawn. Choose a smaller ε, raise the cap (dpdesk ledger cap {fingerprint[:12]} "
-            "EPSILON), or override the cap explicitly — the override is recorded in the ledger.")
+            f"{outcome} Choose a smaller ε, raise the cap (dpdesk ledger cap {fingerprint[:12]} EPSILON), or "
+            "override the cap explicitly — the override is recorded in the ledger.")

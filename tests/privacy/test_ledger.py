@@ -214,7 +214,7 @@ def test_record_checks_the_cap_again_inside_its_transaction(ledger, data):
     ledger.set_cap(data.fingerprint, 0.5)
     ledger.check(data.fingerprint, 0.3)  # passes now ...
     ledger.record(secure_release(data, 0.3), data, {})  # ... but another release gets in first
-    with pytest.raises(BudgetError):
+    with pytest.raises(BudgetError, match="Nothing was released or recorded"):
         ledger.record(secure_release(data, 0.3), data, {})
     assert len(ledger.entries()) == 1
 
