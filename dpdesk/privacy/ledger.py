@@ -234,7 +234,8 @@ class Ledger:
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # SQLite may have rolled back already (e.g. disk full)
+                    conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
 
