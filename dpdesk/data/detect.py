@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .textio import decode, head_lines, is_parquet, read_raw
+from .textio import detect_encoding, head_lines, is_parquet, read_raw
 
 FORMATS = ("transactions", "pairs", "matrix", "records", "cells")
 DELIMITER_NAMES = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe", None: "spaces"}
@@ -112,7 +112,7 @@ def sniff(path: str | Path, *, raw: bytes | None = None, encoding: str = "auto",
         fmt = "cells" if any(c.lower() in COUNT_NAMES for c in columns) else ("pairs" if len(columns) <= 4 else "records")
         del pd
         return Sniffed(fmt, None, True, "binary", columns, preview, parquet=True)
-    encoding_used = decode(raw, encoding, path).encoding  # checks the whole file
+    encoding_used = detect_encoding(raw, encoding, path)  # checks the whole file
     head = raw[: 1 << 20]
     if len(raw) > len(head) and head.rfind(b"\n") > 0:
         head = head[: head.rfind(b"\n") + 1]

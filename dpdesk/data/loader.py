@@ -131,11 +131,11 @@ def _from_lines(line_counts: np.ndarray, columns: np.ndarray, labels: list[str],
                 source: dict) -> Dataset:
     """CSR from per-line token counts, with columns in natural label order and repeats merged."""
     order = natural_order(labels)
-    position = np.empty(len(labels), dtype=np.int64)
-    position[order] = np.arange(len(labels))
     n_rows, n_cols = int(line_counts.size), len(labels)
     index_dtype = np.int32 if n_cols < 2**31 and columns.size < 2**31 else np.int64
-    indices = position[columns].astype(index_dtype) if columns.size else np.zeros(0, index_dtype)
+    position = np.empty(len(labels), dtype=index_dtype)
+    position[order] = np.arange(len(labels), dtype=index_dtype)
+    indices = position[columns] if columns.size else np.zeros(0, index_dtype)
     indptr = np.zeros(n_rows + 1, dtype=index_dtype)
     np.cumsum(line_counts, out=indptr[1:])
     csr = sp.csr_matrix((np.ones(indices.size, dtype=np.uint8), indices, indptr), shape=(n_rows, n_cols))

@@ -108,11 +108,31 @@ def decode(raw: bytes, encoding: str = "auto", path=None) -> Decoded:
 
 
 def _utf8_ok(raw: bytes) -> bool:
+    """Valid UTF-8? Checked in pieces so a large file is never held twice in memory."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    step = 1 << 22
     try:
-        raw.decode("utf-8")
+        for start in range(0, len(raw), step):
+            decoder.decode(raw[start:start + step], final=start + step >= len(raw))
         return True
     except UnicodeDecodeError:
         return False
+
+
+def detect_encoding(raw: bytes, encoding: str = "auto", path=None) -> str:
+    """The encoding :func:`decode` would use, without keeping the decoded text."""
+    if encoding != "auto":
+        if encoding in ("utf-8", "utf-8-sig") and _utf8_ok(raw[3:] if raw.startswith(codecs.BOM_UTF8) else raw):
+            check_not_binary(raw, path)
+            return "utf-8-sig" if raw.startswith(codecs.BOM_UTF8) else encoding
+        return decode(raw, encoding, path).encoding
+    check_not_binary(raw, path)
+    if raw.startswith(codecs.BOM_UTF8):
+        if _utf8_ok(raw[3:]):
+            return "utf-8-sig"
+    elif _utf8_ok(raw):
+        return "utf-8"
+    return decode(raw, encoding, path).encoding  # the slow path raises or picks Latin-1
 
 
 def _fail(raw: bytes, encoding: str, path, offset: int, error: UnicodeDecodeError | None = None):

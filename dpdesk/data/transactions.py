@@ -43,6 +43,8 @@ def parse_transactions(raw: bytes, *, delimiter: str | None = None, encoding: st
 
     ``delimiter`` None means runs of spaces or tabs. ``columns[k]`` is the column of the
     k-th token in file order, ``line_counts[i]`` the number of tokens on line ``i``.
+    Integer ids are parsed as numbers (fast path); if any token is not a plain integer
+    the file is read again with hashed string tokens.
     """
     if encoding == "utf-8-sig" and raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
@@ -60,17 +62,19 @@ def parse_transactions(raw: bytes, *, delimiter: str | None = None, encoding: st
             newline = raw.rfind(b"\n", bounds[-1], end)
             end = newline + 1 if newline >= bounds[-1] else (raw.find(b"\n", end) + 1 or size)
         bounds.append(end)
-    integer_mode = _all_integer_tokens(buf, delimiter)
-    table = TokenTable()
     delim = None if delimiter is None else ord(delimiter)
-    for k in range(len(bounds) - 1):
-        if cancel is not None:
-            cancel.check()
-        chunk = buf[bounds[k]:bounds[k + 1]]
-        _tokenize_chunk(chunk, delim, integer_mode, table)
-        progress(0.9 * bounds[k + 1] / size, "Reading transactions")
+    for integer_mode in (True, False):
+        table = TokenTable()
+        for k in range(len(bounds) - 1):
+            if cancel is not None:
+                cancel.check()
+            if not _tokenize_chunk(buf[bounds[k]:bounds[k + 1]], delim, integer_mode, table):
+                break  # a token that is not a plain integer: start again with string tokens
+            progress(0.9 * bounds[k + 1] / size, "Reading transactions")
+        else:
+            break
     line_counts = np.concatenate(table.line_counts) if table.line_counts else np.zeros(0, np.int64)
-    keys = np.concatenate(table.keys) if table.keys else np.zeros(0, np.int64)
+    keys = _concat(table.keys)
     if integer_mode:
         columns, labels = _map_integers(keys)
     else:
@@ -80,31 +84,27 @@ def parse_transactions(raw: bytes, *, delimiter: str | None = None, encoding: st
     return line_counts, columns, int(line_counts.size), labels
 
 
-def _all_integer_tokens(buf: np.ndarray, delimiter: str | None) -> bool:
-    """True when every token is a plain decimal integer without a leading zero."""
-    separators = [_SPACE, _TAB, _CR, _LF] if delimiter is None else [ord(delimiter), _SPACE, _CR, _LF]
-    other = np.ones(buf.size, dtype=bool)
-    for value in separators:
-        other &= buf != value
-    digits = (buf >= 48) & (buf <= 57)
-    if np.any(other & ~digits):
-        return False
-    # a token "0" is fine, "07" is not (it would merge with "7")
-    starts = other & np.concatenate([[True], ~other[:-1]])
-    followed = np.concatenate([other[1:], [False]])
-    if np.any(starts & (buf == 48) & followed):
-        return False
-    return True
+def _concat(parts: list[np.ndarray]) -> np.ndarray:
+    if not parts:
+        return np.zeros(0, np.int64)
+    dtype = np.result_type(*parts)
+    return np.concatenate(parts).astype(dtype, copy=False)
 
 
-def _tokenize_chunk(chunk: np.ndarray, delim: int | None, integer_mode: bool, table: TokenTable) -> None:
+def _tokenize_chunk(chunk: np.ndarray, delim: int | None, integer_mode: bool, table: TokenTable) -> bool:
+    """Add one chunk's tokens to ``table``; False when integer mode meets a non-integer token."""
     newlines = np.flatnonzero(chunk == _LF)
     n_lines = newlines.size + (1 if chunk.size and chunk[-1] != _LF else 0)
     if delim is None:
         is_token = (chunk != _SPACE) & (chunk != _TAB) & (chunk != _CR) & (chunk != _LF)
-        edges = np.diff(np.concatenate([[False], is_token, [False]]).astype(np.int8))
-        starts = np.flatnonzero(edges == 1)
-        ends = np.flatnonzero(edges == -1)
+        if integer_mode and np.any(((chunk < 48) | (chunk > 57)) & is_token):
+            return False
+        first = is_token.copy()
+        first[1:] &= ~is_token[:-1]  # a token byte after a separator
+        last = is_token
+        last[:-1] &= ~is_token[1:]  # a token byte before a separator (in place: is_token is done)
+        starts, ends = np.flatnonzero(first), np.flatnonzero(last) + 1
+        del first, last, is_token
     else:
         separators = np.flatnonzero((chunk == delim) | (chunk == _LF))
         starts = np.concatenate([[0], separators + 1])
@@ -112,8 +112,9 @@ def _tokenize_chunk(chunk: np.ndarray, delim: int | None, integer_mode: bool, ta
         keep = starts < ends
         starts, ends = starts[keep], ends[keep]
         # trim spaces and carriage returns around fields
+        last = chunk.size - 1
         for _ in range(64):
-            lead = (starts < ends) & ((chunk[np.minimum(starts, chunk.size - 1)] == _SPACE) | (chunk[np.minimum(starts, chunk.size - 1)] == _CR))
+            lead = (starts < ends) & ((chunk[np.minimum(starts, last)] == _SPACE) | (chunk[np.minimum(starts, last)] == _CR))
             trail = (starts < ends) & ((chunk[ends - 1] == _SPACE) | (chunk[ends - 1] == _CR))
             if not lead.any() and not trail.any():
                 break
@@ -121,16 +122,27 @@ def _tokenize_chunk(chunk: np.ndarray, delim: int | None, integer_mode: bool, ta
             ends = ends - (trail & (starts < ends))
         keep = starts < ends
         starts, ends = starts[keep], ends[keep]
-    line_of_token = np.searchsorted(newlines, starts)
-    table.line_counts.append(np.bincount(line_of_token, minlength=n_lines).astype(np.int64)[:n_lines])
     lengths = ends - starts
+    if integer_mode and lengths.size:
+        if lengths.max() > 18 or np.any((chunk[starts] == 48) & (lengths > 1)):
+            return False  # too long for 64 bits, or a leading zero ("07" must not merge with "7")
+        if delim is not None:
+            for j in range(int(lengths.max())):
+                digit = chunk[np.minimum(starts + j, chunk.size - 1)]
+                if np.any((lengths > j) & ((digit < 48) | (digit > 57))):
+                    return False
+    # tokens per line: how many token starts fall before each line end (cheaper than per-token lookups)
+    line_ends = np.append(newlines, chunk.size)[:n_lines]
+    table.line_counts.append(np.diff(np.searchsorted(starts, line_ends), prepend=0).astype(np.int64))
     if integer_mode:
-        if lengths.size and lengths.max() > 18:
-            raise DataError("an item number has more than 18 digits", expected="item ids that fit in 64 bits")
-        value = np.zeros(starts.size, dtype=np.int64)
-        for j in range(int(lengths.max()) if lengths.size else 0):
-            active = lengths > j
-            value[active] = value[active] * 10 + (chunk[starts[active] + j].astype(np.int64) - 48)
+        longest = int(lengths.max()) if lengths.size else 0
+        dtype = np.int32 if longest <= 9 else np.int64
+        value = np.empty(starts.size, dtype=dtype)
+        for length in range(1, longest + 1):  # tokens of one length at a time: a small matrix of digits
+            chosen = np.flatnonzero(lengths == length)
+            if chosen.size:
+                digits = chunk[starts[chosen][:, None] + np.arange(length)].astype(dtype) - 48
+                value[chosen] = digits @ (10 ** np.arange(length - 1, -1, -1)).astype(dtype)
         table.keys.append(value)
     else:
         h1 = np.full(starts.size, 0xCBF29CE484222325, dtype=np.uint64)
@@ -147,6 +159,7 @@ def _tokenize_chunk(chunk: np.ndarray, delim: int | None, integer_mode: bool, ta
         for value, position in zip(unseen.tolist(), first.tolist()):
             if value not in table.samples:
                 table.samples[value] = chunk[starts[position]:ends[position]].tobytes()
+    return True
 
 
 def _map_integers(values: np.ndarray):
@@ -157,11 +170,11 @@ def _map_integers(values: np.ndarray):
         present = np.zeros(top + 1, dtype=bool)
         present[values] = True
         unique = np.flatnonzero(present)
-        lookup = np.cumsum(present) - 1
+        lookup = (np.cumsum(present, dtype=np.int64) - 1).astype(np.int32 if unique.size < 2**31 else np.int64)
         columns = lookup[values]
     else:
         unique, columns = np.unique(values, return_inverse=True)
-    return columns.astype(np.int64), [str(v) for v in unique.tolist()]
+    return columns, [str(v) for v in unique.tolist()]
 
 
 def _map_strings(keys: np.ndarray, keys2: np.ndarray, samples: dict, encoding: str, path):
