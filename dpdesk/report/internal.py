@@ -36,6 +36,8 @@ _METRIC_SHORT = {"mae": "MAE", "mre": "MRE", "topk_mae": "top-k MAE", "topk_mre"
                  "topk_accuracy": "top-k accuracy"}
 PALETTE = ("#1f5f99", "#d1495b", "#2a9d55", "#e09f1f", "#7a4fa3", "#00798c", "#8c564b", "#555555")
 MAX_SCATTER_POINTS = 4000
+MAX_LINE_POINTS = 2000
+MAX_MARKED_POINTS = 200
 TOP_ITEMS = 20
 
 
@@ -154,7 +156,7 @@ def _promised_vs_realised(release, errors: np.ndarray) -> str:
             f"release {esc(percent(share))} do. A much lower share points at truncation bias (Δ below many "
             "people's item counts) or at clamping.</p>"
             + _histogram_svg(*_error_histogram(errors), "released − true count", "items",
-                             marker=(-within, within), marker_label=f"±{fmt(within)}"))
+                             marker=(-within, within), marker_label=f"±{within:,.4g}"))
 
 
 def _integer_histogram(values: np.ndarray, most_bins: int = 60):
@@ -187,7 +189,7 @@ def _diagnostics(release) -> str:
         return ""
     parts = [_section("Mechanism diagnostics")]
     for key, diagnostic in release.diagnostics.items():
-        title = getattr(diagnostic, "title", str(key))
+        title = getattr(diagnostic, "title", "") or str(key).replace("_", " ")
         parts.append(f"<h3>{esc(title)}" + (" (uses the true data)" if getattr(diagnostic, "internal", True) else "")
                      + "</h3>")
         parts.append(_diagnostic_body(diagnostic))
@@ -198,18 +200,46 @@ def _diagnostics(release) -> str:
 
 
 def _diagnostic_body(diagnostic) -> str:
-    """A line plot when the data has an x series and y series of the same length, else a table."""
+    """One line chart per series that runs along the x series, and a table of single values.
+
+    ``diagnostic.x`` names the x series (or, as a label, describes the first series);
+    ``diagnostic.y`` labels the first y series.
+    """
     data = getattr(diagnostic, "data", {}) or {}
+    x_name, y_name = getattr(diagnostic, "x", "") or "", getattr(diagnostic, "y", "") or ""
     arrays = {k: np.asarray(v, dtype=np.float64) for k, v in data.items() if _is_numeric_series(v)}
-    x_key = getattr(diagnostic, "x", "") if getattr(diagnostic, "x", "") in arrays else next(iter(arrays), None)
+    x_key = x_name if x_name in arrays else next(iter(arrays), None)
+    parts = []
     if x_key is not None:
         x = arrays[x_key]
-        series = [{"label": k, "x": x, "y": y} for k, y in arrays.items() if k != x_key and y.shape == x.shape]
-        if series:
-            return _line_chart_svg(series, x_label=x_key, y_label=getattr(diagnostic, "y", "") or "",
-                                   log_x=False, log_y=False)
+        # x spanning orders of magnitude (θ from 1 to d) reads better on a log scale
+        wide = bool(np.all(x[np.isfinite(x)] > 0) and np.nanmax(x) >= 100 * np.nanmin(x))
+        along = [(k, y) for k, y in arrays.items() if k != x_key and y.shape == x.shape]
+        for number, (key, y) in enumerate(along):
+            label = key.replace("_", " ")
+            xs, ys = _thin(x, y, log=wide)
+            parts.append(_line_chart_svg([{"label": label, "x": xs, "y": ys}], x_label=x_name or x_key,
+                                         y_label=y_name if number == 0 and y_name else label, log_x=wide,
+                                         log_y=False, markers=xs.size <= MAX_MARKED_POINTS))
     scalars = [(esc(k), esc(fmt(v))) for k, v in data.items() if not _is_numeric_series(v)]
-    return table(scalars, ["Quantity", "Value"]) if scalars else ""
+    if scalars:
+        parts.append(table(scalars, ["Quantity", "Value"]))
+    return "\n".join(parts)
+
+
+def _thin(x: np.ndarray, y: np.ndarray, log: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """At most about MAX_LINE_POINTS points, always keeping the highest and lowest y.
+
+    Evenly spread by position, or (``log``, for an increasing x drawn on a log scale) by
+    the logarithm of the position, so the start of the range keeps every point.
+    """
+    if x.size <= MAX_LINE_POINTS:
+        return x, y
+    spread = np.geomspace(1, x.size, MAX_LINE_POINTS) - 1 if log else np.linspace(0, x.size - 1, MAX_LINE_POINTS)
+    finite = np.where(np.isfinite(y), y, np.nan)
+    extremes = [int(np.nanargmax(finite)), int(np.nanargmin(finite))] if np.isfinite(finite).any() else []
+    keep = np.unique(np.concatenate([spread.astype(np.int64), extremes]))
+    return x[keep], y[keep]
 
 
 def _is_numeric_series(value) -> bool:
@@ -400,7 +430,7 @@ def _scatter_svg(truth: np.ndarray, noisy: np.ndarray) -> str:
 
 
 def _line_chart_svg(series: list[dict], *, x_label: str, y_label: str, log_x: bool, log_y: bool,
-                    y_range: tuple[float, float] | None = None) -> str:
+                    y_range: tuple[float, float] | None = None, markers: bool = True) -> str:
     """Lines with points (and a shaded band when ``low``/``high`` are given); legend on the right."""
     def usable(values, log):
         values = np.asarray(values, dtype=np.float64)
@@ -433,6 +463,7 @@ def _line_chart_svg(series: list[dict], *, x_label: str, y_label: str, log_x: bo
         if good.any():
             parts.append(f'<polyline points="{_points(x_axis, y_axis, x[good], y[good])}" fill="none" '
                          f'stroke="{colour}" stroke-width="2"/>')
+        if good.any() and markers:
             parts.extend(f'<circle cx="{float(x_axis(a)):.1f}" cy="{float(y_axis(b)):.1f}" r="3" fill="{colour}"/>'
                          for a, b in zip(x[good], y[good]))
         top = _TOP + 6 + 18 * number

@@ -104,6 +104,29 @@ def test_diagnostics_are_drawn_or_tabulated(groceries, release):
     assert "<td>score</td><td>-0.5</td>" in report
 
 
+def test_long_diagnostic_series_are_thinned_keeping_the_extremes(groceries):
+    release = dpdesk.release(groceries, "lpa", epsilon=0.5, bound=10, rng=4)
+    theta = np.arange(1, 50_001, dtype=float)
+    quality = -np.abs(np.log(theta) - np.log(3000.5))  # peak at θ = 3000 and 3001
+    release.diagnostics = {"quality": Diagnostic("Quality", "", {"theta": theta, "quality": quality,
+                                                                "probability": np.exp(quality)}, True, x="theta")}
+    plots = svgs(internal_report_html(groceries, release))[3:]
+    assert len(plots) == 2  # one chart per series along θ
+    for plot in plots:
+        (line,) = plot.findall("{http://www.w3.org/2000/svg}polyline")
+        points = line.get("points").split()
+        assert 1000 < len(points) <= 2002
+        assert not plot.findall("{http://www.w3.org/2000/svg}circle")  # too many points for markers
+        assert "log scale" in "".join(plot.itertext())  # θ spans four decades
+    xs = [float(p.split(",")[0]) for p in points]
+    assert xs == sorted(xs) and len(set(xs)) > 1000
+    from dpdesk.report.internal import _thin
+
+    kept_theta, kept_quality = _thin(theta, quality, log=True)
+    assert kept_quality.max() == quality.max() and kept_quality.min() == quality.min()
+    assert set(range(1, 101)) <= set(kept_theta.astype(int))  # the start of a log axis keeps every point
+
+
 def test_cell_data_gets_its_summary():
     from dpdesk.mechanisms.base import CellSummary, Release
     from dpdesk.privacy.budget import BudgetSplit
