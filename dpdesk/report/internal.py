@@ -110,9 +110,10 @@ def _truncation(data, release) -> str:
                                                           f"{int(row_counts.sum()):,}")))
     if not rows:
         return ""
-    return (_section("Truncation and other true-data facts of this run")
-            + "<p>Truncation keeps a uniformly random Δ of a longer row's items; it biases the counts "
-              "downwards by the amounts shown.</p>" + table(rows, ["Fact", "Value"], numeric=(1,)))
+    explanation = ("<p>Truncation keeps a uniformly random Δ of a longer row's items; it biases the counts "
+                   "downwards by the amounts shown.</p>" if data.kind == "incidence" and bound else "")
+    return (_section("Truncation and other true-data facts of this run") + explanation
+            + table(rows, ["Fact", "Value"], numeric=(1,)))
 
 
 def _realised_error(data, release) -> str:
@@ -124,7 +125,8 @@ def _realised_error(data, release) -> str:
         noisy = np.asarray(release.values, dtype=np.float64)
         metrics = evaluate(data, release)
         rows = [(esc(_METRIC_LABELS.get(k, k)), esc(fmt(v))) for k, v in metrics.items()]
-        parts.append("<p>Against the true (untruncated) counts, so truncation bias is included.</p>")
+        parts.append("<p>Against the true counts before any truncation or scaling of rows, so the bias those "
+                     "steps cause is included.</p>")
         parts.append(table(rows, ["Metric", "Value"], numeric=(1,)))
         parts.append(_promised_vs_realised(release, noisy - truth))
         parts.append(_scatter_svg(truth, noisy))
@@ -152,7 +154,7 @@ def _promised_vs_realised(release, errors: np.ndarray) -> str:
     if within is None or errors.size == 0:
         return ""
     share = float(np.mean(np.abs(errors) <= within))
-    return ("<p>The public report says 95% of counts lie within ±" + esc(fmt(within)) + " of the truth; in this "
+    return ("<p>The public report says 95% of counts lie within ±" + esc(f"{within:,.4g}") + " of the truth; in this "
             f"release {esc(percent(share))} do. A much lower share points at truncation bias (Δ below many "
             "people's item counts) or at clamping.</p>"
             + _histogram_svg(*_error_histogram(errors), "released − true count", "items",
