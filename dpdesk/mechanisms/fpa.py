@@ -80,7 +80,7 @@ from ..privacy.noise import grid_laplace, grid_scale
 from . import register
 from .base import BOUND, Diagnostic, Mechanism, Param
 from .counts import CLAMP
-from .gs import DIAGNOSTICS
+from .gs import DIAGNOSTICS, plot_sizes
 
 FAMILY = "Grouping and smoothing (Kellaris & Papadopoulos)"
 PAPER = ("Rastogi & Nath (SIGMOD 2010), as adapted in Kellaris & Papadopoulos, Practical Differential "
@@ -90,21 +90,30 @@ MAE_POINTS = 24  # values of ρ at which the diagnostic computes the mean absolu
 ORACLE_CANDIDATES = 64  # values of ρ the non-private oracle tries
 
 
-def kept_slots(d: int, rho: int) -> tuple[int, int]:
-    """(R, K): kept real-only coefficients (F_0, and F_{d/2} when kept) and complex ones."""
-    if not 1 <= rho <= d // 2 + 1:
+def kept_slots(d: int, rho):
+    """(R, K): kept real-only coefficients (F_0, and F_{d/2} when kept) and complex ones.
+
+    ``rho`` may be a number or an array of them.
+    """
+    if np.any(np.asarray(rho) < 1) or np.any(np.asarray(rho) > d // 2 + 1):
         raise ValueError(f"ρ = {rho} outside 1..{d // 2 + 1}")
-    real_only = 1 + (1 if d > 1 and d % 2 == 0 and rho - 1 == d // 2 else 0)
+    real_only = 1 + (np.asarray(rho) - 1 == d // 2) * (d > 1 and d % 2 == 0)
+    if np.ndim(rho) == 0:
+        real_only = int(real_only)
     return real_only, rho - real_only
 
 
-def fpa_sensitivity(d: int, rho: int, bound: int) -> float:
-    """L1 sensitivity of the kept real and imaginary parts: min(T, P) of the module notes."""
+def fpa_sensitivity(d: int, rho, bound: int):
+    """L1 sensitivity of the kept real and imaginary parts: min(T, P) of the module notes.
+
+    ``rho`` may be a number or an array of them.
+    """
     bound = max(1, min(int(bound), int(d)))
     real_only, complex_count = kept_slots(d, rho)
     triangle = bound * (real_only + math.sqrt(2.0) * complex_count)
-    parseval = math.sqrt(rho * d * bound)
-    return min(triangle, parseval)
+    parseval = np.sqrt(np.multiply(rho, d * bound, dtype=np.float64))
+    sensitivity = np.minimum(triangle, parseval)
+    return float(sensitivity) if np.ndim(rho) == 0 else sensitivity
 
 
 def pack(coefficients: np.ndarray, d: int) -> np.ndarray:
@@ -137,18 +146,10 @@ def reconstruct(coefficients: np.ndarray, d: int) -> np.ndarray:
     return np.fft.irfft(spectrum, n=d)
 
 
-def noise_rms(d: int, rho: int, scale: float) -> float:
-    """Root mean square of the noise on each published count: b·√(2(R + 4K))/d."""
+def noise_rms(d: int, rho, scale):
+    """Root mean square of the noise on each published count: b·√(2(R + 4K))/d (arrays too)."""
     real_only, complex_count = kept_slots(d, rho)
-    return scale * math.sqrt(2.0 * (real_only + 4 * complex_count)) / d
-
-
-def release_scale(d: int, rho: int, bound: int, epsilon: float) -> tuple[float, float, float]:
-    """(sensitivity, grid width γ, noise scale b) for ρ kept coefficients."""
-    sensitivity = fpa_sensitivity(d, rho, bound)
-    real_only, complex_count = kept_slots(d, rho)
-    gamma, scale = grid_scale(sensitivity, epsilon, real_only + 2 * complex_count)
-    return sensitivity, gamma, scale
+    return scale * np.sqrt(2.0 * (real_only + 4 * complex_count)) / d
 
 
 def error_curve(counts: np.ndarray, bound: int, epsilon: float) -> dict:
@@ -163,15 +164,8 @@ def error_curve(counts: np.ndarray, bound: int, epsilon: float) -> dict:
     total = float(np.sum(counts.astype(np.float64) ** 2)) * d  # Parseval: Σ_k |F_k|² = d·Σ c²
     dropped = np.maximum(total - np.cumsum(energy), 0.0)
     rhos = np.arange(1, spectrum.size + 1)
-    reconstruction = np.sqrt(dropped / d) / math.sqrt(d)  # RMS over the d counts
-    bound_eff = max(1, min(int(bound), d))
-    real_only = np.ones(rhos.size)
-    if d % 2 == 0 and d > 1:
-        real_only[-1] = 2
-    complex_count = rhos - real_only
-    triangle = bound_eff * (real_only + math.sqrt(2.0) * complex_count)
-    sensitivity = np.minimum(triangle, np.sqrt(rhos * d * bound_eff))
-    noise = sensitivity / epsilon * np.sqrt(2.0 * (real_only + 4 * complex_count)) / d
+    reconstruction = np.sqrt(dropped) / d  # RMS over the d counts: Σ_n error² = dropped/d
+    noise = noise_rms(d, rhos, fpa_sensitivity(d, rhos, bound) / epsilon)  # the grid's share is negligible
     return {"rho": rhos, "reconstruction_rmse": reconstruction, "noise_rmse": noise,
             "total_rmse": np.sqrt(reconstruction ** 2 + noise ** 2)}
 
@@ -197,14 +191,6 @@ def mae_curve(counts: np.ndarray, rhos: np.ndarray, bound: int, epsilon: float) 
     return {"rho": rhos, "reconstruction_mae": reconstruction, "expected_mae": total}
 
 
-def plot_indices(n: int, points: int, must=()) -> np.ndarray:
-    if n <= points:
-        return np.arange(n, dtype=np.int64)
-    grid = np.unique(np.round(np.geomspace(1, n, num=points)).astype(np.int64)) - 1
-    extra = np.array([m - 1 for m in must if 1 <= m <= n], dtype=np.int64)
-    return np.unique(np.concatenate([grid, extra]))
-
-
 class _Fourier(Mechanism):
     family = FAMILY
     paper = PAPER
@@ -222,13 +208,19 @@ class _Fourier(Mechanism):
     def sensitivity(self, d: int, rho: int, bound: int) -> float:
         return fpa_sensitivity(d, rho, bound)
 
+    def noise_scale(self, d: int, rho: int, bound: int, epsilon: float) -> tuple[float, float, float]:
+        """(sensitivity, grid width γ, noise scale b) for ρ kept coefficients (module notes)."""
+        sensitivity = self.sensitivity(d, rho, bound)
+        real_only, complex_count = kept_slots(d, rho)
+        gamma, scale = grid_scale(sensitivity, epsilon, real_only + 2 * complex_count)
+        return sensitivity, gamma, scale
+
     def run(self, data, prepared, epsilon, params, source):
         d = data.n_items
         counts = bounded_counts(data.matrix, prepared, source)
         rho = self.choose_rho(counts, epsilon, params, d)
-        sensitivity = self.sensitivity(d, rho, params["bound"])
+        sensitivity, gamma, scale = self.noise_scale(d, rho, params["bound"], epsilon)
         real_only, complex_count = kept_slots(d, rho)
-        gamma, scale = grid_scale(sensitivity, epsilon, real_only + 2 * complex_count)
         spectrum = np.fft.rfft(counts.astype(np.float64))
         noisy = grid_laplace(pack(spectrum[:rho], d), scale, gamma, source)
         values = reconstruct(unpack(noisy, d, rho), d)
@@ -255,8 +247,8 @@ class _Fourier(Mechanism):
     def reconstruction_diagnostic(counts, rho, bound, epsilon) -> Diagnostic:
         """Reconstruction and noise error against ρ (internal: reads the true counts)."""
         curve = error_curve(counts, bound, epsilon)
-        shown = plot_indices(curve["rho"].size, PLOT_POINTS, (rho,))
-        sampled = plot_indices(curve["rho"].size, MAE_POINTS, (rho,)) + 1
+        shown = plot_sizes(curve["rho"].size, PLOT_POINTS, (rho,)) - 1
+        sampled = plot_sizes(curve["rho"].size, MAE_POINTS, (rho,))
         absolute = mae_curve(counts, sampled, bound, epsilon)
         best = int(sampled[np.argmin(absolute["expected_mae"])])
         return Diagnostic(
@@ -280,15 +272,6 @@ class _Fourier(Mechanism):
         return ("The published counts are the inverse Fourier transform of the noisy kept coefficients "
                 "(post-processing); they are not whole numbers.",
                 "People with more than Δ items keep a random Δ of them before anything is counted.")
-
-
-def _noise_error(d: int, rho: int, bound: int, epsilon: float) -> dict:
-    _, _, scale = release_scale(d, rho, bound, epsilon)
-    rms = noise_rms(d, rho, scale)
-    return {"noise_scale": scale, "noise_rms_per_count": rms, "within_95": 1.96 * rms, "text":
-            f"The noise on each published count has a standard deviation of about {rms:,.3g} (95% within about "
-            f"±{1.96 * rms:,.3g}). On top of it comes the error of keeping only {rho} Fourier coefficients, "
-            "which depends on the data and is often much larger."}
 
 
 @register
@@ -320,7 +303,13 @@ class FPA(_Fourier):
         d = facts.get("number of items (d)")
         if not d:
             return None
-        return _noise_error(d, params["rho"], params["bound"], epsilon)
+        rho = params["rho"]
+        _, _, scale = self.noise_scale(d, rho, params["bound"], epsilon)
+        rms = float(noise_rms(d, rho, scale))
+        return {"noise_scale": scale, "noise_rms_per_count": rms, "within_95": 1.96 * rms, "text":
+                f"The noise on each published count has a standard deviation of about {rms:,.3g} (95% within "
+                f"about ±{1.96 * rms:,.3g}). On top of it comes the error of keeping only {rho} Fourier "
+                "coefficients, which depends on the data and is often much larger."}
 
 
 @register
@@ -334,7 +323,7 @@ class FPAOracle(_Fourier):
     params = (BOUND, DIAGNOSTICS, CLAMP)
 
     def choose_rho(self, counts, epsilon, params, d):
-        candidates = plot_indices(d // 2 + 1, ORACLE_CANDIDATES) + 1
+        candidates = plot_sizes(d // 2 + 1, ORACLE_CANDIDATES)
         curve = mae_curve(counts, candidates, params["bound"], epsilon)
         return int(candidates[np.argmin(curve["expected_mae"])])
 

@@ -12,6 +12,7 @@ import pytest
 import dpdesk
 from dpdesk.errors import ParameterError
 from dpdesk.mechanisms import fpa
+from dpdesk.mechanisms.gs import plot_sizes
 from dpdesk.privacy.noise import grid_scale
 from tests.audit import audit, release_sampler, run_sampler
 from tests.conftest import DATA
@@ -132,7 +133,7 @@ def test_oracle_is_never_releasable(dpdesk_home, tmp_path):
         release_to_files(data, "fpa-oracle", 1.0, {"bound": 4}, tmp_path / "out")
     release = dpdesk.release(data, "fpa-oracle", epsilon=1.0, bound=4, rng=1)
     assert release.exploration and "NOT PRIVATE" in release.report["notes"][0]
-    candidates = fpa.plot_indices(31, fpa.ORACLE_CANDIDATES) + 1
+    candidates = plot_sizes(31, fpa.ORACLE_CANDIDATES)
     assert release.internal["kept_coefficients"] in candidates
 
 
