@@ -39,8 +39,13 @@ def top_k(values, k: int) -> np.ndarray:
     """Indices of the k largest values (ties: lower index first)."""
     values = np.asarray(values, float)
     k = min(int(k), values.size)
-    order = np.lexsort((np.arange(values.size), -values))
-    return order[:k]
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    kth = np.partition(values, values.size - k)[values.size - k]  # the k-th largest value
+    above = np.flatnonzero(values > kth)
+    ties = np.flatnonzero(values == kth)[: k - above.size]
+    chosen = np.concatenate([above, ties])
+    return chosen[np.lexsort((chosen, -values[chosen]))]
 
 
 def topk_accuracy(noisy, true, k: int) -> float:
