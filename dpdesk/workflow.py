@@ -45,38 +45,57 @@ def output_names(formats, reports, internal_report: bool) -> list[str]:
     return names
 
 
-def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *, force: bool = False,
-                     formats=("csv", "json"), reports=(), internal_report: bool = False,
-                     chosen_how: str | None = None, override_cap: bool = False,
-                     pdf_writer: Callable[[str], bytes] | None = None, ledger=None, comparison=None,
-                     progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> list[Path]:
-    """Release with secure randomness, record it in the ledger and write the files (see above)."""
+def secure_release(data, mechanism_id: str, epsilon, params: dict, *, chosen_how: str | None = None,
+                   override_cap: bool = False, ledger=None, formats=("csv",),
+                   progress: ProgressFn | None = None, cancel: CancelToken | None = None):
+    """Steps 2–5: ledger check, secure run, hashes of the rendered files, ledger record.
+
+    Returns ``(release, files)``: the release (recorded in the ledger, its entry id in
+    ``release.report['ledger_entry']``) and the rendered release files by name. The GUI
+    calls this when the steward presses *Run release* — the budget is spent from then on,
+    whether or not the files are exported later.
+    """
     from .privacy.ledger import Ledger
 
     progress = progress or no_progress
-    formats, reports = list(formats), list(reports)
-    if not formats:
-        raise ParameterError("Choose at least one release format (csv, json, parquet).")
     mechanism, eps, values = api.validate(data, mechanism_id, epsilon, params)
     if not mechanism.releasable:
         raise ParameterError(f"'{mechanism_id}' is a non-private comparison aid and cannot be released.")
-    if "pdf" in reports and pdf_writer is None:
-        pdf_writer = _default_pdf_writer()
-    out = Path(out_dir)
-    check_targets([out / name for name in output_names(formats, reports, internal_report)], force)
+    output_names(formats, (), False)  # an unknown format is refused before any noise
     ledger = ledger if ledger is not None else Ledger.open()
     progress(0.05, "Checking the privacy budget")
-    fingerprint = data.fingerprint
-    ledger.check(fingerprint, eps, override=override_cap)  # raises BudgetError before any noise
+    ledger.check(data.fingerprint, eps, override=override_cap)  # raises BudgetError before any noise
     progress(0.1, "Running the mechanism with secure randomness")
     release = api.release(data, mechanism_id, epsilon=eps, rng=None, cancel=cancel, **params)
     require_release(release)
     release.report["how_chosen"] = chosen_how or DEFAULT_CHOSEN
-    files = render_release(release, formats)
+    files = render_release(release, list(formats))
     hashes = {name: sha256_bytes(content) for name, content in files.items()}
     progress(0.8, "Recording the release in the budget ledger")
     entry = ledger.record(release, data, hashes, override=override_cap)
     release.report["ledger_entry"] = entry.id
+    return release, files
+
+
+def export_release(release, data, out_dir, *, formats=("csv", "json"), reports=(), internal_report: bool = False,
+                   force: bool = False, pdf_writer: Callable[[str], bytes] | None = None, comparison=None,
+                   files: dict | None = None, progress: ProgressFn | None = None) -> list[Path]:
+    """Step 6: write the release files and reports atomically (a recorded, secure release only)."""
+    progress = progress or no_progress
+    formats, reports = list(formats), list(reports)
+    if not formats:
+        raise ParameterError("Choose at least one release format (csv, json, parquet).")
+    require_release(release)
+    out = Path(out_dir)
+    check_targets([out / name for name in output_names(formats, reports, internal_report)], force)
+    if "pdf" in reports and pdf_writer is None:
+        pdf_writer = _default_pdf_writer()
+    rendered = dict(files or {})
+    missing = [f for f in formats if f"release.{f}" not in rendered]
+    if missing:
+        rendered.update(render_release(release, missing))
+    files = {f"release.{f}": rendered[f"release.{f}"] for f in formats}
+    hashes = {name: sha256_bytes(content) for name, content in files.items()}
     if reports or internal_report:
         from .report import internal as internal_report_module
         from .report import public
@@ -92,8 +111,29 @@ def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *,
                 data, release, comparison=comparison).encode("utf-8")
     progress(0.9, "Writing files")
     paths = write_files({out / name: content for name, content in files.items()}, force=force)
-    progress(1.0, "Released")
+    progress(1.0, "Exported")
     return paths
+
+
+def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *, force: bool = False,
+                     formats=("csv", "json"), reports=(), internal_report: bool = False,
+                     chosen_how: str | None = None, override_cap: bool = False,
+                     pdf_writer: Callable[[str], bytes] | None = None, ledger=None, comparison=None,
+                     progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> list[Path]:
+    """Release with secure randomness, record it in the ledger and write the files (see above)."""
+    progress = progress or no_progress
+    formats, reports = list(formats), list(reports)
+    if not formats:
+        raise ParameterError("Choose at least one release format (csv, json, parquet).")
+    api.validate(data, mechanism_id, epsilon, params)
+    if "pdf" in reports and pdf_writer is None:
+        pdf_writer = _default_pdf_writer()  # fails now (no Qt), not after the noise
+    check_targets([Path(out_dir) / name for name in output_names(formats, reports, internal_report)], force)
+    release, files = secure_release(data, mechanism_id, epsilon, params, chosen_how=chosen_how,
+                                    override_cap=override_cap, ledger=ledger, formats=formats,
+                                    progress=progress, cancel=cancel)
+    return export_release(release, data, out_dir, formats=formats, reports=reports, internal_report=internal_report,
+                          force=force, pdf_writer=pdf_writer, comparison=comparison, files=files, progress=progress)
 
 
 def _default_pdf_writer():
