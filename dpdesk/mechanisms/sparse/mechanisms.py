@@ -1,0 +1,572 @@
+"""The sparse-domain mechanisms: ``geometric``, ``filter``, ``filter2``, ``threshold``,
+``priority``, ``filter-threshold``, ``filter-priority``, ``dyadic`` and ``sketch``.
+
+Privacy. Neighbours differ by one person, who sits in exactly one cell: the cell counts
+M have L1 sensitivity Δ = 1 (Δ = L levels for the dyadic transform, d rows for the
+sketch). The laborious approach adds exact discrete Laplace noise of scale Δ/ε to all m
+cells (the geometric mechanism, α = e^{−ε/Δ}) — ε-DP — and every summary is
+post-processing of that noisy table. Each shortcut produces exactly the laborious
+approach's output distribution (:mod:`.shortcut`), so it is ε-DP too.
+
+Public facts. m (the domain) is public: it is the shape of the table. Picking θ or τ from
+a target size t (App. C.1–C.2) needs n (non-empty cells) and ‖M‖₁ (people counted),
+which the paper treats as public. Here they are either declared by the steward
+(``nonzeros``, ``total``), or estimated with a recorded share of ε (``estimate_share``):
+both have sensitivity 1 (one person adds at most one non-empty cell and one to the
+total), so each estimate gets exact discrete Laplace noise of scale 1/ε_i. The public
+report says which, and lists the noisy estimates (they are part of the release). They
+are never read silently from the data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import ParameterError
+from ...privacy.budget import BudgetSplit
+from ...privacy.noise import discrete_laplace, discrete_laplace_quantile
+from .. import register
+from ..base import CellSummary, Mechanism, Param
+from ..counts import CLAMP
+from .dyadic import DyadicTree
+from .laws import Selection, ZeroLaw, noise_mu
+from .shortcut import (Summary, add_noise, explicit_priority, explicit_threshold, priority_summary,
+                       selection_summary, solve_tau, zero_probability)
+from .sketch import index_bytes, noisy_sketch
+from .walk import check_output_size
+
+FAMILY = "Sparse-domain summaries (Cormode, Procopiuc, Srivastava & Tran)"
+PAPER = "Cormode, Procopiuc, Srivastava & Tran, Differentially Private Publication of Sparse Data (ICDT 2012)"
+LABEL_LIMIT = 100_000  # readable cell labels only for summaries up to this size
+LABORIOUS_CHUNK = 1 << 16  # cache-sized blocks: the baseline is timed against the shortcut
+
+METHODS = ("geometric", "filter", "filter2", "threshold", "priority", "filter-threshold", "filter-priority")
+FILTERS = ("filter", "filter2", "filter-threshold", "filter-priority")
+
+# -- parameters (names are contracts: scripts use them) -------------------------------------
+THRESHOLD = Param(
+    "threshold", "int", None, label="Filter threshold θ",
+    help="Keep a cell only when its noisy count is at least θ (for the two-sided filters: at least θ "
+         "in absolute value). Leave empty to derive θ from the target size.",
+    minimum=1, maximum=10**9, reference="Cormode et al. §2.2, App. C.1")
+TAU = Param(
+    "tau", "float", None, label="Sampling threshold τ",
+    help="A cell with noisy count v is kept with probability min(|v|/τ, 1) and gets the unbiased weight "
+         "max(|v|, τ)·sign(v). Leave empty to derive τ from the target size.",
+    minimum=1.0, maximum=1e15, reference="§2.3, App. C.2", log=True)
+SIZE = Param(
+    "size", "int", None, label="Sample size s",
+    help="Exactly s cells: those with the s largest priorities |v|/r (r uniform); their weights are "
+         "max(|v|, τ_s)·sign(v), τ_s being the (s+1)-th priority.",
+    minimum=1, maximum=10**10, reference="§2.3, App. C.3", required=True, log=True)
+TARGET = Param(
+    "target_size", "int", None, label="Target size t",
+    help="Derive θ (filters) or τ (threshold sampling) so that about t cells are listed. This needs the "
+         "number of non-empty cells n and of people ‖M‖₁: declare them (nonzeros, total) or a share of ε "
+         "estimates them.",
+    minimum=1, maximum=10**10, reference="App. C.1–C.2", log=True)
+NONZEROS = Param(
+    "nonzeros", "int", None, label="Declared non-empty cells n",
+    help="Used only with a target size. The number of non-empty cells, declared as public (for instance "
+         "from an earlier publication), never read from this data. Empty: estimated with a share of ε.",
+    minimum=0, maximum=10**18, reference="§2.1", advanced=True)
+TOTAL = Param(
+    "total", "int", None, label="Declared number of people ‖M‖₁",
+    help="Used only with a target size for τ. The number of people counted, declared as public. "
+         "Empty: estimated with a share of ε.",
+    minimum=0, maximum=10**18, reference="§2.1", advanced=True)
+ESTIMATE_SHARE = Param(
+    "estimate_share", "float", 0.05, label="Share of ε to estimate n and ‖M‖₁",
+    help="When a target size needs n or ‖M‖₁ and you did not declare them, this share of ε estimates "
+         "them (listed in the budget); the rest makes the summary.",
+    minimum=0.001, maximum=0.5, reference="§2.1", advanced=True)
+MAX_CELLS = Param(
+    "max_cells", "int", 50_000_000, label="Most cells in the output",
+    help="Refuse a release that would list more cells than this (memory: about 16 bytes a cell). The "
+         "laborious geometric mechanism lists all m cells.",
+    minimum=1, maximum=10**10, advanced=True, log=True)
+GEOMETRIC_CLAMP = dataclasses.replace(CLAMP, help=CLAMP.help + " (geometric only)")
+METHOD = Param(
+    "method", "choice", "filter2", label="Summary of the dyadic ranges", choices=METHODS,
+    help="Which summary of the noisy dyadic-range counts to publish (each with its own parameters).",
+    reference="§3, §4.4")
+CONSISTENCY = Param(
+    "consistency", "bool", True, label="Consistency check",
+    help="Filters only: drop a range whose enclosing range did not pass the filter (its count is at least "
+         "as large, so it was most likely noise). Post-processing: costs no privacy.",
+    reference="§3 (Consistency Checks)")
+WIDTH = Param("width", "int", 65_536, label="Sketch width w", help="Buckets per row.",
+              minimum=1, maximum=2**31, reference="App. C.6", log=True)
+DEPTH = Param("depth", "int", 1, label="Sketch depth d",
+              help="Rows (independent hash functions). More rows average out hashing collisions but each "
+                   "row needs noise of scale d/ε; the paper found d = 1 best.",
+              minimum=1, maximum=64, reference="App. C.6, Lemma 5")
+ESTIMATION = (NONZEROS, TOTAL, ESTIMATE_SHARE)
+
+
+@dataclass
+class Table:
+    """The sparse vector a summary is drawn from: the cells, or the dyadic transform's nodes."""
+
+    indices: np.ndarray
+    counts: np.ndarray
+    domain_size: int
+    sensitivity: int
+    tree: DyadicTree | None = None
+
+
+def _uses(method: str, params: dict) -> set[str]:
+    """Public facts a method's settings need: 'nonzeros' (n) and/or 'total' (‖M‖₁)."""
+    if params.get("target_size") is None:
+        return set()
+    if method in ("filter", "filter2"):
+        return {"nonzeros"}
+    if method in ("threshold", "filter-threshold"):
+        return {"nonzeros", "total"}
+    return set()
+
+
+def _check_method_params(method: str, params: dict) -> None:
+    """Each method's required parameters, and no contradictory ones (``ParameterError``)."""
+    have = {k for k in ("threshold", "tau", "size", "target_size") if params.get(k) is not None}
+    name = f"'{method}'"
+    if method in ("filter", "filter2"):
+        if ("threshold" in have) == ("target_size" in have):
+            raise ParameterError(f"{name} needs either a filter threshold θ (threshold=…) or a target size "
+                                 "(target_size=…), not both.")
+    elif method == "threshold":
+        if ("tau" in have) == ("target_size" in have):
+            raise ParameterError(f"{name} needs either a sampling threshold τ (tau=…) or a target size "
+                                 "(target_size=…), not both.")
+    elif method in ("priority", "filter-priority"):
+        if "size" not in have:
+            raise ParameterError(f"{name} needs a sample size s (size=…).")
+    elif method == "filter-threshold":
+        if ("tau" in have) == ("target_size" in have):
+            raise ParameterError(f"{name} needs either τ (tau=…) or a target size (target_size=…), not both.")
+    if method in ("filter-threshold", "filter-priority") and "threshold" not in have:
+        raise ParameterError(f"{name} needs a filter threshold θ (threshold=…).")
+    unused = have - {"geometric": set(), "filter": {"threshold", "target_size"},
+                     "filter2": {"threshold", "target_size"}, "threshold": {"tau", "target_size"},
+                     "priority": {"size"}, "filter-threshold": {"threshold", "tau", "target_size"},
+                     "filter-priority": {"threshold", "size"}}[method]
+    if unused:
+        raise ParameterError(f"{name} does not use " + ", ".join(sorted(unused)) + "; leave it empty.")
+
+
+def theta_for_target(target: int, mu: float, free: int, two_sided: bool) -> int:
+    """App. C.1: θ = log((1+α)t/(m−n))/log α (two-sided: t/2), rounded up, at least 1.
+
+    With it about t empty cells pass the filter (the summary also lists the non-empty
+    cells that pass, up to n more).
+    """
+    alpha = math.exp(-mu)
+    ratio = (1 + alpha) * target / ((2 if two_sided else 1) * max(free, 1))
+    if ratio >= alpha:  # θ = 1 already passes no more than t empty cells... or every cell would
+        return 1
+    return max(1, math.ceil(math.log(ratio) / math.log(alpha) - 1e-9))
+
+
+def tau_for_target(target: int, mu: float, free: int, total: int, theta: int = 1) -> float:
+    """App. C.2: τ with ‖M‖₁/τ + (m−n)·p_{θ,τ} = t (the paper's estimate, exact for the empty cells)."""
+    return solve_tau(lambda tau: total / tau + free * zero_probability(mu, theta, tau), target)
+
+
+def laborious_geometric(table: Table, scale: float, clamp: bool, source) -> Summary:
+    """Noise on every one of the m cells (in chunks); lists the cells whose noisy value is not 0."""
+    indices, counts, m = table.indices, table.counts, table.domain_size
+    cells, values = [], []
+    for start in range(0, m, LABORIOUS_CHUNK):
+        stop = min(m, start + LABORIOUS_CHUNK)
+        dense = np.zeros(stop - start, dtype=np.int64)
+        low, high = np.searchsorted(indices, [start, stop])
+        dense[indices[low:high] - start] = counts[low:high]
+        noisy = add_noise(dense, scale, source)
+        if clamp:
+            np.maximum(noisy, 0, out=noisy)
+        listed = np.flatnonzero(noisy)
+        cells.append(listed + start)
+        values.append(noisy[listed])
+    return Summary(np.concatenate(cells), np.concatenate(values), None, {"dense": True})
+
+
+def draw_summary(method: str, table: Table, scale: float, settings: dict, source, *,
+                 consistency: bool = False) -> Summary:
+    """One summary of ``table`` with noise of ``scale`` (the shortcut, or the laborious baseline)."""
+    indices, counts, m = table.indices, table.counts, table.domain_size
+    theta, tau, size = settings.get("theta"), settings.get("tau"), settings.get("size")
+    check = consistency and table.tree is not None and method in FILTERS
+    if method == "geometric":
+        return laborious_geometric(table, scale, settings.get("clamp", False), source)
+    if method in ("filter", "filter2"):
+        summary = selection_summary(indices, counts, m, scale, Selection(theta, one_sided=method == "filter"), source)
+    elif method == "threshold":
+        summary = selection_summary(indices, counts, m, scale, Selection(tau_low=tau), source)
+    elif method == "priority":
+        summary = priority_summary(indices, counts, m, scale, size, source)
+    elif check:  # filter, consistency check, then sample the filtered list (§3)
+        summary = selection_summary(indices, counts, m, scale, Selection(theta), source)
+        summary = summary.subset(table.tree.consistent(summary.indices))
+        summary = (explicit_threshold(summary, tau, source) if method == "filter-threshold"
+                   else explicit_priority(summary, size, source))
+        return summary
+    elif method == "filter-threshold":
+        summary = selection_summary(indices, counts, m, scale, Selection(theta, tau_low=tau), source)
+    else:
+        summary = priority_summary(indices, counts, m, scale, size, source, theta=theta)
+    if check:
+        summary = summary.subset(table.tree.consistent(summary.indices))
+    return summary
+
+
+class SparseMechanism(Mechanism):
+    """Common schema, settings, budget and report of the sparse-domain summaries."""
+
+    data_kind = "cells"
+    family = FAMILY
+    paper = PAPER
+    method = ""  # one of METHODS; the dyadic mechanism reads it from its parameters
+
+    # -- settings -----------------------------------------------------------------------
+    def method_of(self, params: dict) -> str:
+        return self.method
+
+    def table(self, data, prepared) -> Table:
+        return Table(data.indices, data.counts, data.domain_size, 1)
+
+    def sensitivity_for(self, domain_size: int) -> int:
+        """L1 sensitivity of the table a summary is drawn from, for a domain of this size."""
+        return 1
+
+    def table_shape(self, data) -> tuple[int, int]:
+        """(size, sensitivity) of the table a summary is drawn from (public)."""
+        return data.domain_size, self.sensitivity_for(data.domain_size)
+
+    def check(self, data, epsilon, params):
+        method = self.method_of(params)
+        _check_method_params(method, {k: params.get(k) for k in ("threshold", "tau", "size", "target_size")})
+        for name, what in (("target_size", "target size"), ("size", "sample size")):
+            if params.get(name) is not None and params[name] > params["max_cells"]:
+                raise ParameterError(f"The {what} {params[name]:,} is above max_cells = {params['max_cells']:,}.")
+        if data is not None and not _uses(method, params):
+            domain, sensitivity = self.table_shape(data)
+            self.check_size(method, self.settings(method, params, {}, domain, sensitivity / epsilon),
+                            domain, sensitivity / epsilon, params)
+        return params
+
+    def settings(self, method: str, params: dict, facts: dict, domain: int, scale: float) -> dict:
+        """θ, τ, s for the draw: as given, or derived from the target size and the public facts."""
+        mu = noise_mu(scale)
+        theta, tau, target = params.get("threshold"), params.get("tau"), params.get("target_size")
+        if target is not None:
+            free = max(domain - int(facts["nonzeros"]), 0)
+            if method in ("filter", "filter2"):
+                theta = theta_for_target(target, mu, free, two_sided=method == "filter2")
+            elif method in ("threshold", "filter-threshold"):
+                tau = tau_for_target(target, mu, free, int(facts["total"]), theta or 1)
+        return {"theta": theta, "tau": tau, "size": params.get("size"), "clamp": params.get("clamp", False)}
+
+    def filters_before_sampling(self, method: str, params: dict) -> bool:
+        """Whether the filter output is materialized before sampling (dyadic consistency check)."""
+        return False
+
+    def check_size(self, method: str, settings: dict, domain: int, scale: float, params: dict) -> None:
+        """Refuse outputs above ``max_cells`` from public quantities only (m, ε, θ, τ, s)."""
+        limit = params["max_cells"]
+        if method == "geometric":
+            if domain > limit:
+                raise ParameterError(
+                    f"The laborious geometric mechanism adds noise to every one of the {domain:,} cells and lists "
+                    f"them all; that is more than max_cells = {limit:,}. Use a summary instead (filter2, "
+                    "priority, filter-priority …), or raise max_cells if you have the memory (16 bytes a cell).")
+            return
+        theta, tau = settings.get("theta") or 1, settings.get("tau")
+        if method in ("filter-threshold", "filter-priority") and self.filters_before_sampling(method, params):
+            selection = Selection(theta)  # the filtered list is built in full before sampling
+        else:
+            selection = {"filter": lambda: Selection(theta, one_sided=True), "filter2": lambda: Selection(theta),
+                         "threshold": lambda: Selection(tau_low=tau),
+                         "filter-threshold": lambda: Selection(theta, tau_low=tau)}.get(method, lambda: None)()
+        if selection is not None:  # priority samples hold about s cells, checked against max_cells already
+            probability = ZeroLaw(noise_mu(scale), selection).probability
+            check_output_size(probability, domain, limit, f"The summary '{method}'")
+
+    # -- the run -----------------------------------------------------------------------
+    def run(self, data, prepared, epsilon, params, source):
+        method = self.method_of(params)
+        table = self.table(data, prepared)
+        budget = BudgetSplit(epsilon)
+        needed = _uses(method, params)
+        facts = {name: params[name] for name in needed if params.get(name) is not None}
+        missing = sorted(needed - set(facts))
+        summary_epsilon = epsilon
+        estimates = {}
+        if missing:
+            share = params["estimate_share"] * epsilon
+            estimates = estimate_facts(data, missing, share, source)
+            facts.update(estimates)
+            budget.add("estimate " + " and ".join(FACT_NAMES[m] for m in missing), share,
+                       "discrete Laplace noise of scale " + f"{len(missing) / share:.4g} on each (sensitivity 1)")
+            summary_epsilon = epsilon - share
+        facts = self.table_facts(data, facts)
+        scale = table.sensitivity / summary_epsilon
+        settings = self.settings(method, params, facts, table.domain_size, scale)
+        self.check_size(method, settings, table.domain_size, scale, params)
+        budget.add("noisy summary", summary_epsilon,
+                   f"exact discrete Laplace (geometric) noise of scale Δ/ε = {scale:.6g} on every "
+                   f"{'node' if table.tree is not None else 'cell'} (Δ = {table.sensitivity}), then the summary")
+        summary = draw_summary(method, table, scale, settings, source, consistency=params.get("consistency", False))
+        return self.finish(data, epsilon, params, budget, source, table, summary, settings, scale, estimates)
+
+    def table_facts(self, data, facts: dict) -> dict:
+        """n and ‖M‖₁ of the table the summary is drawn from (the dyadic transform adjusts them)."""
+        return facts
+
+    def finish(self, data, epsilon, params, budget, source, table, summary, settings, scale, estimates):
+        info = {"kind": "dyadic" if table.tree is not None else "cells", "domain_size": int(data.domain_size),
+                "method": self.method_of(params)}
+        info.update({k: v for k, v in summary.info.items()})
+        if table.tree is not None:
+            info["levels"] = table.tree.levels
+        labels = self.labels(data, table, summary)
+        if labels is not None:
+            info["labels"] = labels
+        cells = CellSummary(summary.indices.astype(np.int64), summary.values.astype(np.int64),
+                            summary.weights, info)
+        internal = {"nonzero_cells": data.n_cells, "total": data.total, **summary.internal}
+        release = self.new_release(data, epsilon, params, budget, source, cells=cells, internal=internal)
+        report = release.report
+        method = self.method_of(params)
+        how = _facts_text(_uses(method, params), params, estimates)
+        if how:
+            report["public_facts"]["non-empty cells n and people ‖M‖₁"] = how
+        if estimates:
+            report["estimates"] = {FACT_NAMES[k]: int(v) for k, v in estimates.items()}
+        report["summary"] = self.summary_report(method, table, settings, scale, summary)
+        return release
+
+    def summary_report(self, method, table, settings, scale, summary) -> dict:
+        mu = noise_mu(scale)
+        described = {"method": method, "sensitivity Δ": table.sensitivity, "noise scale Δ/ε": scale,
+                     "α = e^(−ε/Δ)": math.exp(-mu), "cells listed": len(summary)}
+        if table.tree is not None:
+            described["dyadic levels"] = table.tree.levels
+            described["ranges (nodes) in the transform"] = table.domain_size
+        for key, label in (("theta", "filter threshold θ"), ("tau", "sampling threshold τ"), ("size", "sample size s")):
+            if settings.get(key) is not None:
+                described[label] = settings[key]
+        if "tau_s" in summary.info:
+            described["τ_s (the (s+1)-th priority)"] = summary.info["tau_s"]
+        if "zero_cell_probability" in summary.info:
+            p = summary.info["zero_cell_probability"]
+            described["probability that an empty cell is listed"] = p
+            described["expected listed cells that are empty in truth (at most)"] = p * table.domain_size
+        return described
+
+    def labels(self, data, table: Table, summary: Summary):
+        if len(summary) > LABEL_LIMIT:
+            return None
+        if table.tree is not None:
+            starts, stops = table.tree.node_ranges(summary.indices)
+            return [f"cells {a:,}–{b - 1:,}" if b - a > 1 else f"cell {a:,}" for a, b in zip(starts, stops)]
+        if data.domains is None:
+            return None
+        return data.cell_labels(summary.indices)
+
+    # -- public descriptions ---------------------------------------------------------------
+    def public_facts(self, data, params):
+        facts = super().public_facts(data, params)
+        if data is not None:
+            facts["domain size m (cells)"] = data.domain_size
+            if data.domains is not None:
+                facts["attributes"] = ", ".join(str(a) for a in data.attributes)
+                facts["attribute domains"] = ("declared by the steward" if data.domains_declared else
+                                              "the values seen in the data, treated as public (they fix m and "
+                                              "the cell numbering)")
+        facts["contribution"] = "each person is counted in exactly one cell"
+        return facts
+
+    def report_notes(self, params):
+        yield ("Same output distribution as adding geometric noise to every cell of the table and then "
+               "summarizing (Cormode et al., Theorems 1–4), so the summary is ε-differentially private; "
+               "cells not listed are estimated as 0.")
+
+    def expected_error(self, epsilon, params, facts):
+        domain = facts.get("domain size m (cells)")
+        if domain is None:
+            return None
+        if _uses(self.method_of(params), params) - {k for k in ("nonzeros", "total") if params.get(k) is not None}:
+            epsilon = epsilon * (1 - params["estimate_share"])
+        scale = self.sensitivity_for(domain) / epsilon
+        z95 = discrete_laplace_quantile(scale, 0.95)
+        return {"noise_scale": scale, "within_95": z95,
+                "text": f"Every listed value is a true count plus noise of scale {scale:,.3g}: 95% lie within "
+                        f"±{z95:,.0f} of the truth. Summaries leave out small noisy counts, so sums over many "
+                        "cells also miss what was left out (sampling weights correct for it on average)."}
+
+
+FACT_NAMES = {"nonzeros": "non-empty cells n", "total": "people ‖M‖₁"}
+
+
+def estimate_facts(data, names: list[str], epsilon: float, source) -> dict:
+    """Noisy n and/or ‖M‖₁ (sensitivity 1 each), ε split evenly; clipped to their ranges."""
+    true = {"nonzeros": data.n_cells, "total": data.total}
+    noise = discrete_laplace(source, len(names) / epsilon, len(names))
+    out = {}
+    for name, extra in zip(names, noise):
+        value = true[name] + int(extra)
+        upper = data.domain_size if name == "nonzeros" else None
+        out[name] = int(min(max(value, 0), upper) if upper is not None else max(value, 0))
+    return out
+
+
+def _facts_text(needed: set[str], params: dict, estimates: dict) -> str:
+    if not needed:
+        return "not used (the summary's thresholds were given directly)"
+    parts = []
+    for name in sorted(needed):
+        if name in estimates:
+            parts.append(f"{FACT_NAMES[name]} estimated with a share of ε (noisy value {estimates[name]:,})")
+        else:
+            parts.append(f"{FACT_NAMES[name]} declared by the steward ({params[name]:,})")
+    return "; ".join(parts)
+
+
+def _plain(method_id: str, name: str, summary: str, reference: str, params: tuple, order: int):
+    """Define and register the mechanism class of one plain (non-dyadic) method."""
+    cls = type(method_id.replace("-", "_").title().replace("_", "") + "Summary", (SparseMechanism,), {
+        "id": method_id, "method": method_id, "name": name, "summary": summary, "reference": reference,
+        "params": params, "order": order, "__doc__": f"{name} ({reference})."})
+    return register(cls)
+
+
+Geometric = _plain(
+    "geometric", "Geometric — noise on every cell", "Adds geometric noise to all m cells and lists them "
+    "all: the laborious baseline; refuses when m is too large.", "§2.1 (Ghosh et al. 2009)",
+    (GEOMETRIC_CLAMP, MAX_CELLS), 70)
+Filter = _plain(
+    "filter", "Filter — noisy counts ≥ θ", "Lists the cells whose noisy count is at least θ, drawn directly "
+    "from the non-empty cells (the shortcut).", "§2.2, Theorem 1, App. C.1",
+    (THRESHOLD, TARGET, *ESTIMATION, MAX_CELLS), 71)
+Filter2 = _plain(
+    "filter2", "Two-sided filter — |noisy count| ≥ θ", "Lists the cells whose noisy count is at least θ in "
+    "absolute value (negative ones too, so sums stay unbiased).", "§2.2, App. C.1",
+    (THRESHOLD, TARGET, *ESTIMATION, MAX_CELLS), 72)
+Threshold = _plain(
+    "threshold", "Threshold sampling — τ", "Keeps each cell with probability min(|noisy count|/τ, 1), with "
+    "weights that make sums unbiased.", "§2.3, Theorem 2, App. C.2",
+    (TAU, TARGET, *ESTIMATION, MAX_CELLS), 73)
+Priority = _plain(
+    "priority", "Priority sampling — exactly s cells", "A weighted sample of exactly s cells with unbiased "
+    "weights (Duffield, Lund & Thorup).", "§2.3, Theorem 3, App. C.3", (SIZE, MAX_CELLS), 74)
+FilterThreshold = _plain(
+    "filter-threshold", "Filter, then threshold sampling", "Drops noisy counts below θ in absolute value, then "
+    "threshold-samples the rest with τ.", "§2.4, App. C.4",
+    (dataclasses.replace(THRESHOLD, required=True, help="Drop cells whose noisy count is below θ in absolute value."),
+     TAU, TARGET, *ESTIMATION, MAX_CELLS), 75)
+FilterPriority = _plain(
+    "filter-priority", "Filter, then priority sampling", "Drops noisy counts below θ in absolute value, then "
+    "takes a priority sample of s cells: the paper's best all-rounder.", "§2.4, App. C.4, §4.3",
+    (dataclasses.replace(THRESHOLD, required=True, help="Drop cells whose noisy count is below θ in absolute value."),
+     SIZE, MAX_CELLS), 76)
+
+
+@register
+class Dyadic(SparseMechanism):
+    """Any summary over the dyadic-range transform of the cells' 1-D order (see :mod:`.dyadic`)."""
+
+    id = "dyadic"
+    name = "Dyadic ranges — summaries for range queries"
+    summary = ("Counts every dyadic range of the cell order (L levels, sensitivity L) and publishes a summary "
+               "of them; any range is then answered from at most 2L ranges.")
+    reference = "§3, Theorem 4, App. C.5, §4.4"
+    order = 77
+    params = (METHOD, dataclasses.replace(THRESHOLD, help=THRESHOLD.help + " (filter methods)"),
+              dataclasses.replace(TAU, help=TAU.help + " (threshold methods)"),
+              dataclasses.replace(SIZE, required=False, help=SIZE.help + " (priority methods)"),
+              TARGET, CONSISTENCY, GEOMETRIC_CLAMP, *ESTIMATION, MAX_CELLS)
+
+    def method_of(self, params):
+        return params["method"]
+
+    def table_shape(self, data):
+        tree = DyadicTree(data.domain_size)
+        return tree.node_count, tree.levels
+
+    def sensitivity_for(self, domain_size):
+        return DyadicTree(domain_size).levels
+
+    def filters_before_sampling(self, method, params):
+        return bool(params.get("consistency"))
+
+    def prepare(self, data, epsilon, params, progress, cancel):
+        tree = DyadicTree(data.domain_size)
+        progress(0.0, "Counting the dyadic ranges")
+        nodes, counts = tree.transform(data.indices, data.counts)
+        return tree, nodes, counts
+
+    def table(self, data, prepared):
+        tree, nodes, counts = prepared
+        return Table(nodes, counts, tree.node_count, tree.levels, tree)
+
+    def table_facts(self, data, facts):
+        """n′ ≤ L·n non-empty ranges (at most all of them) and ‖M′‖₁ = L·‖M‖₁."""
+        tree = DyadicTree(data.domain_size)
+        out = dict(facts)
+        if "nonzeros" in facts:
+            out["nonzeros"] = min(tree.levels * int(facts["nonzeros"]), tree.node_count - 1)
+        if "total" in facts:
+            out["total"] = tree.levels * int(facts["total"])
+        return out
+
+    def public_facts(self, data, params):
+        facts = super().public_facts(data, params)
+        facts["cell order for ranges"] = ("cell numbers: the attributes in the order listed, the last varying "
+                                          "fastest")
+        return facts
+
+
+@register
+class Sketch(SparseMechanism):
+    """Noisy Count sketch (see :mod:`.sketch` for the sensitivity d)."""
+
+    id = "sketch"
+    name = "Count sketch — hashed noisy buckets"
+    summary = "Hashes every cell into w buckets in each of d rows and adds noise of scale d/ε to every bucket."
+    reference = "App. C.6, Lemma 5"
+    order = 78
+    params = (WIDTH, DEPTH, MAX_CELLS)
+
+    def check(self, data, epsilon, params):
+        if params["width"] * params["depth"] > params["max_cells"]:
+            raise ParameterError(f"A sketch of {params['width']:,} × {params['depth']} buckets is more than "
+                                 f"max_cells = {params['max_cells']:,}.")
+        return params
+
+    def run(self, data, prepared, epsilon, params, source):
+        width, depth = params["width"], params["depth"]
+        values, key = noisy_sketch(data.indices, data.counts, data.domain_size, width, depth, epsilon, source)
+        budget = BudgetSplit.single(epsilon, "noisy sketch",
+                                    f"exact discrete Laplace noise of scale d/ε = {depth / epsilon:.6g} on every "
+                                    f"bucket (sensitivity d = {depth})")
+        info = {"kind": "sketch", "domain_size": int(data.domain_size), "width": width, "depth": depth,
+                "hash_key": key.hex(), "index_bytes": index_bytes(data.domain_size)}
+        cells = CellSummary(np.arange(width * depth, dtype=np.int64), values, None, info)
+        release = self.new_release(data, epsilon, params, budget, source, cells=cells,
+                                   internal={"nonzero_cells": data.n_cells, "total": data.total})
+        release.report["summary"] = {
+            "method": "count sketch", "width w": width, "depth d": depth, "sensitivity d": depth,
+            "noise scale d/ε": depth / epsilon, "hash": "simple tabulation; tables = SHA-256(key ‖ counter), "
+            "bucket = top 32 bits × w / 2³², sign = lowest bit", "hash key": key.hex(),
+            "cell of bucket b in row j": "j·w + b"}
+        return release
+
+    def expected_error(self, epsilon, params, facts):
+        scale = params["depth"] / epsilon
+        return {"noise_scale": scale, "within_95": discrete_laplace_quantile(scale, 0.95),
+                "text": f"Each bucket carries noise of scale {scale:,.3g}; a cell's estimate adds the counts of the "
+                        f"other cells hashed to its bucket (about ‖M‖₁/w on average, positive or negative)."}

@@ -1,0 +1,166 @@
+"""Choosing the upgraded empty cells: each one independently with probability p, in O(k).
+
+In the laborious approach every empty cell enters the summary independently with the
+same probability p (Remark 1). The shortcut reproduces exactly that: it walks over the
+free cells (those not already listed) with geometric gaps, ``P(gap ≥ g) = (1−p)^g``,
+i.e. an exact geometric with μ = −ln(1−p). The positions it lands on form a Bernoulli(p)
+process, so their number is Bin(free, p) and, given the number, they are a uniformly
+random set of *distinct* free cells — what the paper asks for, without rejection
+sampling and in time proportional to the number chosen.
+
+Positions are ranks among the free cells; :func:`ranks_to_cells` maps them to cell
+numbers by skipping the sorted occupied cells (``searchsorted`` on
+``occupied − arange(n)``), so memory stays proportional to n plus the output, never m.
+
+Tiny p
+------
+``dpdesk.privacy.noise.geometric`` is exact for any μ, but for μ below about 2⁻³⁰ its draws
+exceed the float range in which it decides quickly (and past 2⁶³ they overflow). A small p
+is common (p ≈ t/m for a target size t in a domain of m = 10¹² cells), so below 2⁻³⁰ the
+gap is split exactly as G = D·Q + R with D = 2^d, μD ∈ [2⁻³⁰, 2⁻²⁹): Q = ⌊G/D⌋ is geometric
+with parameter μD, and R = G mod D, independent of Q, has P(R = r) ∝ e^{−μr} on [0, D).
+R is drawn by rejection from a uniform integer Y on [0, D), accepted with probability
+e^{−μY} ≥ e^{−2⁻²⁹} (:func:`bernoulli_exp`, exact). When even D = 2⁶² gives μD < 2⁻³⁰,
+only whether Q ≥ 1 matters (G ≥ 2⁶² is past every domain), which is Bernoulli(e^{−μD}).
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal, localcontext
+
+import numpy as np
+
+from ...errors import ParameterError
+from ...privacy.noise import geometric
+from ...privacy.randomness import RandomSource
+from .laws import draw_in_blocks
+
+FAST_MU = 2.0**-30  # below this, gaps are split into D·Q + R (module notes)
+EXP_LIMIT = 2.0**-20  # bernoulli_exp's float path is checked for x up to this
+_MARGIN = 2.0**-48  # covers the float error of exp and of the product μ·Y
+_TWO64 = 2.0**64
+
+
+def bernoulli_exp(source: RandomSource, x) -> np.ndarray:
+    """Coin flips that are True with probability exactly e^{−x}, for 0 ≤ x ≤ 2⁻²⁰.
+
+    A 64-bit word pins a uniform U to an interval of width 2⁻⁶⁴; the flip is U < e^{−x}.
+    With e^{−x} known in floating point to within 2⁻⁴⁸, the answer is certain unless the
+    interval lies within 2⁻⁴⁸ of it (probability about 2⁻⁴⁷); those few are finished with
+    more words and exact decimal arithmetic.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if np.any(x < 0) or np.any(x > EXP_LIMIT):
+        raise ValueError("bernoulli_exp needs 0 ≤ x ≤ 2^-20")
+    threshold = np.exp(-x)
+    words = source.words(x.size)
+    below = (threshold - _MARGIN) * _TWO64  # < 2^64: every U under it is surely below e^{-x}
+    above = (threshold + _MARGIN) * _TWO64
+    result = words < below.astype(np.uint64)  # (w + 1)·2^-64 ≤ e^{-x} − margin
+    sure_no = (above < _TWO64) & (words >= np.minimum(above, _TWO64 - 4096).astype(np.uint64))
+    for i in np.flatnonzero(~result & ~sure_no):
+        result[i] = _bernoulli_exp_exact(float(x[i]), int(words[i]), source)
+    return result
+
+
+def _bernoulli_exp_exact(x: float, word: int, source: RandomSource) -> bool:
+    bits, prefix = 64, word
+    with localcontext() as ctx:
+        ctx.prec = 80
+        target = (-Decimal(x)).exp()  # Decimal(x) is the float's exact value
+        for _ in range(100):
+            low = Decimal(prefix) / (Decimal(2) ** bits)
+            high = Decimal(prefix + 1) / (Decimal(2) ** bits)
+            if high <= target:
+                return True
+            if low >= target:
+                return False
+            prefix = (prefix << 64) | int(source.words(1)[0])
+            bits += 64
+            ctx.prec += 20
+    raise RuntimeError("bernoulli_exp did not converge")  # pragma: no cover
+
+
+def geometric_gaps(source: RandomSource, mu: float, size: int, cap: int) -> np.ndarray:
+    """``size`` draws of min(G, cap) for G with P(G ≥ g) = e^{−μg} (exact, any μ > 0)."""
+    size, cap = int(size), int(cap)
+    if mu >= FAST_MU:
+        return np.minimum(draw_in_blocks(lambda k: geometric(source, mu, k), size), cap)
+    exponent = math.ceil(math.log2(FAST_MU / mu))
+    out = np.full(size, cap, dtype=np.int64)
+    if exponent <= 62:
+        block = 2**exponent
+        quotient = geometric(source, mu * block, size)
+        inside = np.flatnonzero(quotient <= cap // block)  # the others are ≥ cap already
+    else:
+        block = 2**62  # larger than any domain: G ≥ block means "past the end"
+        inside = np.flatnonzero(~bernoulli_exp(source, np.full(size, mu * block)))
+        quotient = np.zeros(size, dtype=np.int64)
+    if inside.size:
+        remainder = _truncated_geometric(source, mu, block, inside.size)
+        out[inside] = np.minimum(quotient[inside] * block + remainder, cap)
+    return out
+
+
+def _truncated_geometric(source: RandomSource, mu: float, block: int, size: int) -> np.ndarray:
+    """R on [0, block) with P(R = r) ∝ e^{−μr}, by rejection from uniform (μ·block ≤ 2⁻²⁰)."""
+    out = np.empty(size, dtype=np.int64)
+    pending = np.arange(size)
+    while pending.size:
+        proposal = source.uniform_int(block, pending.size)
+        accepted = bernoulli_exp(source, mu * proposal.astype(np.float64))
+        out[pending[accepted]] = proposal[accepted]
+        pending = pending[~accepted]
+    return out
+
+
+def choose_ranks(source: RandomSource, free: int, probability: float) -> np.ndarray:
+    """Sorted ranks in [0, free), each included independently with ``probability``."""
+    free = int(free)
+    if free <= 0 or probability <= 0.0:
+        return np.zeros(0, dtype=np.int64)
+    if probability >= 1.0:
+        return np.arange(free, dtype=np.int64)
+    mu = -math.log1p(-probability)
+    expected = probability * free
+    batch = int(min(free, expected + 6.0 * math.sqrt(expected) + 64))
+    chunks, position = [], 0  # position: the first rank not yet walked over
+    while position < free:
+        gaps = geometric_gaps(source, mu, batch, free)
+        ranks = position + np.cumsum(gaps + 1) - 1  # gaps ≤ free, so no overflow before the end
+        beyond = np.flatnonzero(ranks >= free)
+        if beyond.size:
+            chunks.append(ranks[: beyond[0]])
+            break
+        chunks.append(ranks)
+        position = int(ranks[-1]) + 1
+    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
+
+
+def ranks_to_cells(occupied: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """Cell numbers of the given ranks among the cells not in ``occupied`` (sorted, distinct)."""
+    if occupied.size == 0:
+        return ranks.astype(np.int64)
+    skip = occupied - np.arange(occupied.size, dtype=np.int64)
+    return ranks + np.searchsorted(skip, ranks, side="right")
+
+
+def choose_free_cells(source: RandomSource, occupied: np.ndarray, domain_size: int,
+                      probability: float) -> np.ndarray:
+    """Each cell of [0, domain_size) not in sorted ``occupied`` independently with ``probability``."""
+    free = int(domain_size) - int(occupied.size)
+    return ranks_to_cells(occupied, choose_ranks(source, free, probability))
+
+
+def check_output_size(probability: float, domain_size: int, limit: int, what: str) -> None:
+    """Refuse (before any noise is drawn) a summary expected to list more than ``limit`` cells.
+
+    Uses only public quantities (p and m), so refusing reveals nothing about the data.
+    """
+    expected = probability * float(domain_size)
+    if expected > limit:
+        raise ParameterError(
+            f"{what} would list about {expected:,.0f} empty cells (probability {probability:.3g} each over "
+            f"{domain_size:,} cells), more than the limit max_cells = {limit:,}. Raise the threshold, lower "
+            "the target or sample size, or raise max_cells if you have the memory (16 bytes a cell).")
