@@ -94,13 +94,14 @@ Efficiency (DPSense §4, the issue's notes)
   For k at or above the largest row total nothing is long and the score has the closed
   form −(α − 1)·M/(V·d) − α·θ/ε_p; every θ in 1..d stays a candidate.
 * The integer tables do not depend on ε and are cached per dataset and (r, N); the
-  prepared state per ε split adds the float scores; a release only samples the
-  exponential mechanism, computes the chosen θ's counts from its long rows (cached) and
-  adds noise.
+  prepared state per ε split adds the float scores and the exponential mechanism's
+  :class:`~dpdesk.privacy.exponential.Sampler`; a release only draws from it, computes
+  the chosen θ's counts from its long rows (cached) and adds noise.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import weakref
@@ -127,7 +128,8 @@ UNIT_ROUNDOFF = 2.0**-53
 SELECTION_SHARE = Param(
     "selection_share", "float", 0.1, label="Share of ε for choosing θ",
     help="Part of ε spent on choosing the threshold θ (ε_c); the rest (ε_p) pays for the noisy counts. "
-         "The paper uses 10%: the quality scores have sensitivity 1, so a small share chooses well.",
+         "The paper uses 10%. On small datasets (average count below a few hundred) a larger share, such as "
+         "30%, chooses θ and α more reliably.",
     minimum=0.01, maximum=0.99, reference="DPSense §4.1, Alg. 1 line 2", advanced=True)
 MAX_VALUE = Param(
     "max_value", "float", None, label="Declared maximum cell value r",
@@ -202,6 +204,7 @@ class Layout:
     long_starts: np.ndarray  # cell offsets of the long rows (length n_long + 1)
     long_positions: np.ndarray  # column position of each long-row cell
     long_cells: np.ndarray | None  # t of each long-row cell (None: all 1)
+    long_weights: np.ndarray  # u_i·t_ij of each long-row cell
 
     @property
     def top_level(self) -> int:
@@ -235,12 +238,10 @@ class Layout:
 
     def cell_weights(self, first: int, stop: int, grid: int) -> np.ndarray:
         """u_i·t_ij with u_i = ⌊grid/T_i⌋ for every cell of long rows first..stop−1."""
-        rows = slice(first, stop)
-        units = self.long_units[rows] if grid == self.weight_grid else grid // self.long_totals[rows]
-        weights = np.repeat(units, np.diff(self.long_starts[first:stop + 1]))
-        if self.long_cells is not None:
-            weights *= self.long_cells[self.cell_range(first, stop)]
-        return weights
+        if grid == self.weight_grid:
+            return self.long_weights[self.cell_range(first, stop)]
+        return cell_weights(grid // self.long_totals[first:stop], np.diff(self.long_starts[first:stop + 1]),
+                            None if self.long_cells is None else self.long_cells[self.cell_range(first, stop)])
 
     def cell_values(self, first: int, stop: int):
         """t_ij for every cell of long rows first..stop−1 (1 for binary data)."""
@@ -249,6 +250,14 @@ class Layout:
     @property
     def totals_by_position(self) -> np.ndarray:
         return self.column_totals[self.column_order]
+
+
+def cell_weights(units: np.ndarray, lengths: np.ndarray, cells: np.ndarray | None) -> np.ndarray:
+    """Each row's unit u_i repeated over its cells, times t_ij (None: all 1)."""
+    weights = np.repeat(units, lengths)
+    if cells is not None:
+        weights *= cells
+    return weights
 
 
 def integer_layout(data, max_value: float) -> Layout:
@@ -274,7 +283,11 @@ def integer_layout(data, max_value: float) -> Layout:
         raise DataError("the dataset is too large for DPSense's exact integer arithmetic "
                         f"(total {mass:,} in units of 1/{grid})", expected=f"at most {MAX_EXACT // 200 // big_k:,}")
     long_rows = np.flatnonzero(row_totals > cell_max)
-    long_rows = long_rows[np.argsort(-row_totals[long_rows], kind="stable")]  # longest first
+    longest = int(row_totals[long_rows].max()) if long_rows.size else 0
+    keys = longest - row_totals[long_rows]  # longest first
+    if longest < 2**16:
+        keys = keys.astype(np.uint16)  # numpy sorts 16-bit keys by radix: several times faster
+    long_rows = long_rows[np.argsort(keys, kind="stable")]
     long_totals = row_totals[long_rows]
     positions = _gather_rows(indptr, long_rows)
     long_columns = matrix.indices[positions]
@@ -282,15 +295,16 @@ def integer_layout(data, max_value: float) -> Layout:
     reach = np.zeros(n_items, dtype=np.int64)
     np.maximum.at(reach, long_columns, np.repeat(long_totals, lengths))
     column_order = np.argsort(-reach, kind="stable")
-    position_of = np.empty(n_items, dtype=np.int64)
+    position_of = np.empty(n_items, dtype=np.int32 if n_items < 2**31 else np.int64)
     position_of[column_order] = np.arange(n_items)
+    long_units = big_k // np.maximum(long_totals, 1)
+    long_cells = None if cells is None else cells[positions]
     return Layout(
         value_grid=grid, cell_max=cell_max, weight_grid=big_k, n_items=n_items, mass=mass,
         column_totals=column_totals, column_order=column_order, column_reach=reach[column_order],
-        long_totals=long_totals, long_units=big_k // np.maximum(long_totals, 1),
-        long_starts=np.concatenate([[0], np.cumsum(lengths)]),
-        long_positions=position_of[long_columns].astype(np.int32),
-        long_cells=None if cells is None else cells[positions])
+        long_totals=long_totals, long_units=long_units, long_starts=np.concatenate([[0], np.cumsum(lengths)]),
+        long_positions=position_of[long_columns], long_cells=long_cells,
+        long_weights=cell_weights(long_units, lengths, long_cells))
 
 
 # --- scores --------------------------------------------------------------------------------
@@ -416,12 +430,17 @@ def expected_abs_error(kept: np.ndarray, truth: np.ndarray, scale: float, alpha:
     return alpha * (gap + scale * np.exp(-gap / scale) - 0.5 * scale * np.exp(-np.maximum(kept, 0) / scale))
 
 
-def theta_grid(top: int, n_items: int, points: int = 40) -> np.ndarray:
-    """Levels k for the error curve: every k up to 16, then geometric up to k_H and on to d."""
-    low = np.arange(1, min(16, n_items) + 1)
-    middle = np.geomspace(min(16, top), top, points) if top > 16 else np.zeros(0)
-    high = np.geomspace(max(1, top), n_items, 16)
+def theta_grid(top: int, n_items: int, points: int = 28) -> np.ndarray:
+    """Levels k for the error curve: every k up to 8, then geometric up to k_H and on to d."""
+    low = np.arange(1, min(8, n_items) + 1)
+    middle = np.geomspace(min(8, top), top, points) if top > 8 else np.zeros(0)
+    high = np.geomspace(max(1, top), n_items, 12)
     return np.unique(np.concatenate([low, np.round(middle), np.round(high)]).astype(np.int64))
+
+
+def true_sums(data, layout: Layout) -> np.ndarray:
+    """The true answer (column sums of the uncapped values); for yes/no data the layout has it."""
+    return layout.column_totals if layout.long_cells is None else data.column_sums  # None: every cell is 1
 
 
 def error_curve(layout: Layout, truth: np.ndarray, epsilon_counts: float, alphas, levels: np.ndarray,
@@ -472,7 +491,6 @@ class Prepared:
     epsilon_select: float
     epsilon_counts: float
     sensitivity: float
-    selection_form: str
     sampler: exponential.Sampler  # over the flattened candidate scores
     thetas: np.ndarray  # θ for k = 1..d
     alphas: np.ndarray  # the α candidates ([1.0] for DPSense)
@@ -544,7 +562,9 @@ class _SensitivityControl(Mechanism):
         budget.add("noisy counts", prepared.epsilon_counts,
                    f"rows normalized to θ* = {theta:g}; Laplace noise of scale θ*/ε_p = {noise_scale:.6g} "
                    "(exact, on a power-of-two grid)")
-        diagnostics = dict(prepared.diagnostics)
+        # the curves are shared by every release of this preparation; each release marks its own choice
+        diagnostics = {name: dataclasses.replace(plot, data={**plot.data, "chosen_theta": theta})
+                       for name, plot in prepared.diagnostics.items()}
         chosen = {"theta": theta}
         if self.scales_counts:
             chosen["alpha"] = alpha
@@ -589,7 +609,7 @@ class _SensitivityControl(Mechanism):
     def report_notes(self, params):
         yield ("Negative noisy counts are set to 0 (post-processing: it costs no privacy and never moves a "
                "count away from the truth).")
-        yield ("Row weights min(1, θ/row count) are rounded down to a power-of-two grid, so the noisy counts are "
+        yield ("Row weights min(1, θ/row total) are rounded down to a power-of-two grid, so the noisy counts are "
                "exact integers on that grid before the final division (no floating-point leak); the rounding only "
                "lowers each row's sum, so the sensitivity stays θ.")
         if self.scales_counts:
@@ -604,7 +624,7 @@ class _SensitivityControl(Mechanism):
         sampler = exponential.Sampler(flat, epsilon=select, sensitivity=sensitivity,
                                       monotone=form == "one-directional",
                                       score_error=4 * UNIT_ROUNDOFF * float(np.max(np.abs(flat))))
-        return Prepared(layout, select, counts, sensitivity, form, sampler, layout.thetas(), alphas, diagnostics)
+        return Prepared(layout, select, counts, sensitivity, sampler, layout.thetas(), alphas, diagnostics)
 
 
 def _theta_label(layout: Layout) -> str:
@@ -633,25 +653,24 @@ class DPSense(_SensitivityControl):
         thetas = layout.thetas()
         quality = kept - thetas / counts
         levels = theta_grid(layout.top_level, data.n_items)
-        truth = data.column_sums
-        ones = np.ones(data.n_items)
-        curve = error_curve(layout, truth, counts, ones, levels, cancel)
+        curve = error_curve(layout, true_sums(data, layout), counts, np.ones(data.n_items), levels, cancel)
         monotone = params["selection_form"] == "one-directional"
         probability = exponential.probabilities(quality, select, self.quality_sensitivity(layout), monotone)
         label = _theta_label(layout)
         diagnostics = {
             "quality": Diagnostic(
-                title="Quality of each threshold θ (DPSense Fig. 1)",
-                caption="The score q(θ) = average kept count − θ/ε_p the mechanism uses to choose θ: high where "
-                        "little is cut off and little noise is needed. Computed from the true data: for your "
-                        "eyes only.",
+                title="Quality of each threshold θ (internal)",
+                caption="The score q(θ) = average kept count − θ/ε_p the mechanism uses to choose θ (DPSense "
+                        "Fig. 1): high where little is cut off and little noise is needed; the exponential mechanism "
+                        "favours high scores. Computed from the true data: for your eyes only.",
                 data={"theta": thetas, "quality": quality, "average_kept": kept, "selection_probability": probability},
                 internal=True, x=label, y="quality q(θ)"),
             "expected_mae": Diagnostic(
-                title="Expected error at each threshold θ (DPSense Fig. 1)",
+                title="Expected error at each threshold θ (internal)",
                 caption="The mean absolute error to expect if the counts were released at this θ (cut-off plus "
-                        "noise, negatives set to 0). It mirrors the quality curve: the best θ for one is close to "
-                        "the best for the other. Computed from the true data: for your eyes only.",
+                        "noise, negatives set to 0), as in DPSense Fig. 1. It mirrors the quality curve: the best θ "
+                        "for one is close to the best for the other. Computed from the true data: for your eyes "
+                        "only, and do not pick θ from it (that choice would leak).",
                 data={"theta": thetas[levels - 1], "expected_mae": curve},
                 internal=True, x=label, y="expected mean absolute error"),
         }
@@ -685,23 +704,24 @@ class DPSenseS(_SensitivityControl):
         best_quality = scores[np.arange(scores.shape[0]), best]
         best_alpha = alphas[best]
         levels = theta_grid(layout.top_level, data.n_items)
-        curve = error_curve(layout, data.column_sums, counts, best_alpha, levels, cancel)
+        curve = error_curve(layout, true_sums(data, layout), counts, best_alpha, levels, cancel)
         probability = exponential.probabilities(scores.ravel(), select, self.quality_sensitivity(layout))
         label = _theta_label(layout)
         diagnostics = {
             "quality": Diagnostic(
-                title="Quality of each threshold θ with its best scaling factor α",
+                title="Quality of each threshold θ with its best scaling factor α (internal)",
                 caption="For every θ, the best score q_s(θ, α) = −average error after scaling by α − α·θ/ε_p "
                         "over α, the α that reaches it, and the score without scaling (α = 1). Computed from the "
                         "true data: for your eyes only.",
                 data={"theta": thetas, "quality": best_quality, "best_alpha": best_alpha,
                       "quality_unscaled": scores[:, 0],
                       "selection_probability": probability.reshape(scores.shape).sum(axis=1)},
-                internal=True, x=_theta_label(layout), y="quality q_s(θ, α)"),
+                internal=True, x=label, y="quality q_s(θ, α)"),
             "expected_mae": Diagnostic(
-                title="Expected error at each threshold θ (with its best α)",
+                title="Expected error at each threshold θ with its best α (internal)",
                 caption="The mean absolute error to expect if the counts were released at this θ and scaled by the "
-                        "α with the best score for it. Computed from the true data: for your eyes only.",
+                        "α with the best score for it. Computed from the true data: for your eyes only, and do not "
+                        "pick θ or α from it (that choice would leak).",
                 data={"theta": thetas[levels - 1], "expected_mae": curve, "alpha": best_alpha[levels - 1]},
                 internal=True, x=label, y="expected mean absolute error"),
         }

@@ -220,6 +220,7 @@ def test_release_report_and_diagnostics():
     assert quality.internal and quality.x and quality.y and quality.caption
     assert quality.data["theta"].shape == quality.data["quality"].shape == (data.n_items,)
     assert quality.data["selection_probability"].sum() == pytest.approx(1.0)
+    assert quality.data["chosen_theta"] == report["selection"]["theta"]
     curve = release.diagnostics["expected_mae"]
     assert curve.internal and curve.data["theta"].shape == curve.data["expected_mae"].shape
     assert not release.diagnostics["chosen"].internal
@@ -307,14 +308,16 @@ def test_valued_data_estimates_column_sums(data_dir):
     assert release.values.shape == (ratings.n_items,) and release.values.min() >= 0
 
 
-def test_cli_release(tmp_path, data_dir):
+@pytest.mark.parametrize("mechanism,extra,candidates", [("dpsense", [], 169), ("dpsense-s", ["--param", "alpha_steps=50"],
+                                                                                    169 * 51)])
+def test_cli_release(tmp_path, data_dir, mechanism, extra, candidates):
     out = tmp_path / "out"
     subprocess.run([sys.executable, "-m", "dpdesk.cli", "release", str(data_dir / "groceries.csv.gz"),
-                    "--mechanism", "dpsense-s", "--epsilon", "1.0", "--param", "alpha_steps=50", "--out", str(out)],
+                    "--mechanism", mechanism, "--epsilon", "1.0", *extra, "--out", str(out)],
                    check=True, capture_output=True, text=True)
     published = json.loads((out / "release.json").read_text())
-    assert published["mechanism"]["id"] == "dpsense-s"
-    assert published["selection"]["candidates"] == 169 * 51
+    assert published["mechanism"]["id"] == mechanism
+    assert published["selection"]["candidates"] == candidates
     assert len(published["values"]) == 169 and published["mode"] == "release"
 
 
