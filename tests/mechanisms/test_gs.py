@@ -371,16 +371,19 @@ def test_planted_bug_grouping_by_true_counts_is_caught():
 
 
 AUDITS = {
-    # mechanism: (neighbours, the person's items, CI runs)
-    "gs-r": ((single_items([11, 13, 13, 14]), single_items([11, 13, 13, 14], [[0, 1]])), [0, 1]),
-    "gs-s-row": ((single_items([11, 13, 13, 14], [[1, 2]]), single_items([11, 13, 13, 14])), [1, 2]),
-    "gs-s-col": ((single_items(COUNTEREXAMPLE[0]), single_items(COUNTEREXAMPLE[1])), [2]),
-    "gs": ((single_items(COUNTEREXAMPLE[0]), single_items(COUNTEREXAMPLE[1])), [2]),
+    # case: (mechanism, neighbours, the extra person's items)
+    "gs-r": ("gs-r", (single_items([11, 13, 13, 14]), single_items([11, 13, 13, 14], [[0, 1]])), [0, 1]),
+    "gs-s-row": ("gs-s-row", (single_items([11, 13, 13, 14], [[1, 2]]), single_items([11, 13, 13, 14])), [1, 2]),
+    "gs-s-col": ("gs-s-col", (single_items(COUNTEREXAMPLE[0]), single_items(COUNTEREXAMPLE[1])), [2]),
+    # the grouping: §3.2's neighbours make the groups differ
+    "gs-grouping": ("gs", (single_items(COUNTEREXAMPLE[0]), single_items(COUNTEREXAMPLE[1])), [2]),
+    # the release: distinct counts keep w* = 1, and a person with Δ = 2 items moves two published values
+    "gs-values": ("gs", (single_items([5, 40, 80, 120]), single_items([5, 40, 80, 120], [[1, 2]])), [1, 2]),
 }
 
 
-def run_audit(mechanism, runs, seed):
-    (first, second), person = AUDITS[mechanism]
+def run_audit(case, runs, seed):
+    mechanism, (first, second), person = AUDITS[case]
     extra = {} if mechanism == "gs-r" else {"diagnostics": False}
     epsilon = 1.0
     result = audit(release_sampler(mechanism, epsilon=epsilon, bound=2, **extra), first, second, runs=runs,
@@ -389,15 +392,15 @@ def run_audit(mechanism, runs, seed):
     return result
 
 
-@pytest.mark.parametrize("mechanism", sorted(AUDITS))
-def test_audit(mechanism):
-    run_audit(mechanism, 500, seed=31)
+@pytest.mark.parametrize("case", sorted(AUDITS))
+def test_audit(case):
+    run_audit(case, 500, seed=31)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mechanism", sorted(AUDITS))
-def test_audit_full_strength(mechanism):
-    run_audit(mechanism, 20000, seed=41)
+@pytest.mark.parametrize("case", sorted(AUDITS))
+def test_audit_full_strength(case):
+    run_audit(case, 20000, seed=41)
 
 
 # --- utility on real data (the paper's qualitative findings) ------------------------------------
