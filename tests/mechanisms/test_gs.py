@@ -64,13 +64,16 @@ def test_group_boundaries_follow_fig2():
         gs.group_boundaries(5, 6)
 
 
+def random_grouping(rng):
+    """A random number of items d, group size w, counts and item order."""
+    d = int(rng.integers(1, 80))
+    return d, int(rng.integers(1, d + 1)), rng.integers(0, 1000, d), rng.permutation(d)
+
+
 def test_group_averages_and_spread_match_direct():
     rng = np.random.default_rng(1)
     for _ in range(50):
-        d = int(rng.integers(1, 60))
-        w = int(rng.integers(1, d + 1))
-        counts = rng.integers(0, 1000, d)
-        order = rng.permutation(d)
+        d, w, counts, order = random_grouping(rng)
         bounds = gs.group_boundaries(d, w)
         averages = gs.group_averages(counts[order], bounds)
         values = gs.spread(averages, bounds, order)
@@ -82,10 +85,7 @@ def test_group_averages_and_spread_match_direct():
 def test_release_grouped_is_exact_average_plus_integer_noise_on_sums():
     rng = np.random.default_rng(2)
     for seed in range(20):
-        d = int(rng.integers(2, 80))
-        w = int(rng.integers(1, d + 1))
-        counts = rng.integers(0, 500, d)
-        order = rng.permutation(d)
+        d, w, counts, order = random_grouping(rng)
         # a negligible scale: the noise is 0 with probability 1 − 2e^{−10^6}
         values, bounds = gs.release_grouped(counts, order, w, 1e-6, source(seed))
         for group in fig2_groups(list(order), w):
