@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -65,6 +65,7 @@ def draw_in_blocks(draw, size: int) -> np.ndarray:
     return np.concatenate([draw(min(BLOCK, size - start)) for start in range(0, size, BLOCK)])
 
 
+@lru_cache(maxsize=256)
 def noise_mu(scale: float) -> float:
     """μ = −ln α of the exact discrete Laplace noise of this scale (the sampler's own μ)."""
     return float(_mu_from_scale(scale))
