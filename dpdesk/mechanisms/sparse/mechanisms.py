@@ -106,6 +106,8 @@ DEPTH = Param("depth", "int", 1, label="Sketch depth d",
                    "row needs noise of scale d/ε; the paper found d = 1 best.",
               minimum=1, maximum=64, reference="App. C.6, Lemma 5")
 ESTIMATION = (NONZEROS, TOTAL, ESTIMATE_SHARE)
+FILTER_FIRST = dataclasses.replace(THRESHOLD, required=True,
+                                   help="Drop cells whose noisy count is below θ in absolute value, before sampling.")
 
 
 @dataclass
@@ -161,12 +163,12 @@ def _check_method_params(method: str, params: dict) -> None:
 def theta_for_target(target: int, mu: float, free: int, two_sided: bool) -> int:
     """App. C.1: θ = log((1+α)t/(m−n))/log α (two-sided: t/2), rounded up, at least 1.
 
-    With it about t empty cells pass the filter (the summary also lists the non-empty
-    cells that pass, up to n more).
+    With it at most about t empty cells pass the filter (rounding up can leave as few as
+    t·α); the summary also lists the non-empty cells that pass, up to n more.
     """
     alpha = math.exp(-mu)
     ratio = (1 + alpha) * target / ((2 if two_sided else 1) * max(free, 1))
-    if ratio >= alpha:  # θ = 1 already passes no more than t empty cells... or every cell would
+    if ratio >= alpha:  # even θ = 1 passes no more than about t empty cells
         return 1
     return max(1, math.ceil(math.log(ratio) / math.log(alpha) - 1e-9))
 
@@ -194,32 +196,43 @@ def laborious_geometric(table: Table, scale: float, clamp: bool, source) -> Summ
     return Summary(np.concatenate(cells), np.concatenate(values), None, {"dense": True})
 
 
+def listed_selection(method: str, theta: int | None, tau: float | None, filter_first: bool) -> Selection | None:
+    """The rule deciding which cells a method lists (None: a priority sample, of fixed size s).
+
+    ``filter_first``: the filter's output is built in full and sampled afterwards (the
+    dyadic consistency check needs it), so the filter alone decides what is drawn.
+    """
+    theta = theta or 1
+    if method == "filter":
+        return Selection(theta, one_sided=True)
+    if method == "filter2" or (filter_first and method in ("filter-threshold", "filter-priority")):
+        return Selection(theta)
+    if method == "threshold":
+        return Selection(tau_low=tau)
+    if method == "filter-threshold":
+        return Selection(theta, tau_low=tau)
+    return None
+
+
 def draw_summary(method: str, table: Table, scale: float, settings: dict, source, *,
                  consistency: bool = False) -> Summary:
     """One summary of ``table`` with noise of ``scale`` (the shortcut, or the laborious baseline)."""
-    indices, counts, m = table.indices, table.counts, table.domain_size
-    theta, tau, size = settings.get("theta"), settings.get("tau"), settings.get("size")
-    check = consistency and table.tree is not None and method in FILTERS
     if method == "geometric":
         return laborious_geometric(table, scale, settings.get("clamp", False), source)
-    if method in ("filter", "filter2"):
-        summary = selection_summary(indices, counts, m, scale, Selection(theta, one_sided=method == "filter"), source)
-    elif method == "threshold":
-        summary = selection_summary(indices, counts, m, scale, Selection(tau_low=tau), source)
-    elif method == "priority":
-        summary = priority_summary(indices, counts, m, scale, size, source)
-    elif check:  # filter, consistency check, then sample the filtered list (§3)
-        summary = selection_summary(indices, counts, m, scale, Selection(theta), source)
-        summary = summary.subset(table.tree.consistent(summary.indices))
-        summary = (explicit_threshold(summary, tau, source) if method == "filter-threshold"
-                   else explicit_priority(summary, size, source))
+    indices, counts, m = table.indices, table.counts, table.domain_size
+    theta, tau, size = settings.get("theta"), settings.get("tau"), settings.get("size")
+    consistency_check = consistency and table.tree is not None and method in FILTERS
+    selection = listed_selection(method, theta, tau, filter_first=consistency_check)
+    if selection is None:
+        return priority_summary(indices, counts, m, scale, size, source, theta=theta or 1)
+    summary = selection_summary(indices, counts, m, scale, selection, source)
+    if not consistency_check:
         return summary
-    elif method == "filter-threshold":
-        summary = selection_summary(indices, counts, m, scale, Selection(theta, tau_low=tau), source)
-    else:
-        summary = priority_summary(indices, counts, m, scale, size, source, theta=theta)
-    if check:
-        summary = summary.subset(table.tree.consistent(summary.indices))
+    summary = summary.subset(table.tree.consistent(summary.indices))  # §3, then sample what is left
+    if method == "filter-threshold":
+        return explicit_threshold(summary, tau, source)
+    if method == "filter-priority":
+        return explicit_priority(summary, size, source)
     return summary
 
 
@@ -284,13 +297,8 @@ class SparseMechanism(Mechanism):
                     f"them all; that is more than max_cells = {limit:,}. Use a summary instead (filter2, "
                     "priority, filter-priority …), or raise max_cells if you have the memory (16 bytes a cell).")
             return
-        theta, tau = settings.get("theta") or 1, settings.get("tau")
-        if method in ("filter-threshold", "filter-priority") and self.filters_before_sampling(method, params):
-            selection = Selection(theta)  # the filtered list is built in full before sampling
-        else:
-            selection = {"filter": lambda: Selection(theta, one_sided=True), "filter2": lambda: Selection(theta),
-                         "threshold": lambda: Selection(tau_low=tau),
-                         "filter-threshold": lambda: Selection(theta, tau_low=tau)}.get(method, lambda: None)()
+        selection = listed_selection(method, settings.get("theta"), settings.get("tau"),
+                                     filter_first=self.filters_before_sampling(method, params))
         if selection is not None:  # priority samples hold about s cells, checked against max_cells already
             probability = ZeroLaw(noise_mu(scale), selection).probability
             check_output_size(probability, domain, limit, f"The summary '{method}'")
@@ -454,7 +462,7 @@ Filter = _plain(
     (THRESHOLD, TARGET, *ESTIMATION, MAX_CELLS), 71)
 Filter2 = _plain(
     "filter2", "Two-sided filter — |noisy count| ≥ θ", "Lists the cells whose noisy count is at least θ in "
-    "absolute value (negative ones too, so sums stay unbiased).", "§2.2, App. C.1",
+    "absolute value (negative ones too, so noise partly cancels in sums).", "§2.2, App. C.1",
     (THRESHOLD, TARGET, *ESTIMATION, MAX_CELLS), 72)
 Threshold = _plain(
     "threshold", "Threshold sampling — τ", "Keeps each cell with probability min(|noisy count|/τ, 1), with "
@@ -466,13 +474,11 @@ Priority = _plain(
 FilterThreshold = _plain(
     "filter-threshold", "Filter, then threshold sampling", "Drops noisy counts below θ in absolute value, then "
     "threshold-samples the rest with τ.", "§2.4, App. C.4",
-    (dataclasses.replace(THRESHOLD, required=True, help="Drop cells whose noisy count is below θ in absolute value."),
-     TAU, TARGET, *ESTIMATION, MAX_CELLS), 75)
+    (FILTER_FIRST, TAU, TARGET, *ESTIMATION, MAX_CELLS), 75)
 FilterPriority = _plain(
     "filter-priority", "Filter, then priority sampling", "Drops noisy counts below θ in absolute value, then "
     "takes a priority sample of s cells: the paper's best all-rounder.", "§2.4, App. C.4, §4.3",
-    (dataclasses.replace(THRESHOLD, required=True, help="Drop cells whose noisy count is below θ in absolute value."),
-     SIZE, MAX_CELLS), 76)
+    (FILTER_FIRST, SIZE, MAX_CELLS), 76)
 
 
 @register
@@ -501,7 +507,7 @@ class Dyadic(SparseMechanism):
         return DyadicTree(domain_size).levels
 
     def filters_before_sampling(self, method, params):
-        return bool(params.get("consistency"))
+        return bool(params.get("consistency")) and method in FILTERS
 
     def prepare(self, data, epsilon, params, progress, cancel):
         tree = DyadicTree(data.domain_size)

@@ -105,7 +105,8 @@ def top_priorities(indices: np.ndarray, values: np.ndarray, priorities: np.ndarr
     """The ``size`` largest priorities, τ_s = the next one (0 if fewer are positive), weights."""
     positive = np.flatnonzero(priorities > 0)
     if positive.size > size:
-        order = positive[np.argsort(-priorities[positive], kind="stable")]
+        # the (size+1)-th largest at position `size`, larger ones before it (ties have probability 0)
+        order = positive[np.argpartition(-priorities[positive], size)]
         chosen, tau_s = order[:size], float(priorities[order[size]])
     else:
         chosen, tau_s = positive, 0.0
