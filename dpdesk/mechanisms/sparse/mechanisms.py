@@ -229,6 +229,7 @@ def draw_summary(method: str, table: Table, scale: float, settings: dict, source
     if not consistency_check:
         return summary
     summary = summary.subset(table.tree.consistent(summary.indices))  # §3, then sample what is left
+    summary.info["filter_pass_probability"] = summary.info.pop("zero_cell_probability")
     if method == "filter-threshold":
         return explicit_threshold(summary, tau, source)
     if method == "filter-priority":
@@ -369,10 +370,14 @@ class SparseMechanism(Mechanism):
                 described[label] = settings[key]
         if "tau_s" in summary.info:
             described["τ_s (the (s+1)-th priority)"] = summary.info["tau_s"]
+        item = "range" if table.tree is not None else "cell"
         if "zero_cell_probability" in summary.info:
             p = summary.info["zero_cell_probability"]
-            described["probability that an empty cell is listed"] = p
-            described["expected listed cells that are empty in truth (at most)"] = p * table.domain_size
+            described[f"probability that an empty {item} is listed"] = p
+            described[f"expected listed {item}s that are empty in truth (at most)"] = p * table.domain_size
+        if "filter_pass_probability" in summary.info:
+            p = summary.info["filter_pass_probability"]
+            described[f"probability that an empty {item} passes the filter (before the consistency check)"] = p
         return described
 
     def labels(self, data, table: Table, summary: Summary):
