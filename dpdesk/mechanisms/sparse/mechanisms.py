@@ -42,6 +42,7 @@ from .walk import check_output_size
 FAMILY = "Sparse-domain summaries (Cormode, Procopiuc, Srivastava & Tran)"
 PAPER = "Cormode, Procopiuc, Srivastava & Tran, Differentially Private Publication of Sparse Data (ICDT 2012)"
 LABEL_LIMIT = 100_000  # readable cell labels only for summaries up to this size
+MAX_DOMAIN = 2**62  # cell numbers and ranks stay within int64 with room to spare
 LABORIOUS_CHUNK = 1 << 16  # cache-sized blocks: the baseline is timed against the shortcut
 
 METHODS = ("geometric", "filter", "filter2", "threshold", "priority", "filter-threshold", "filter-priority")
@@ -261,6 +262,8 @@ class SparseMechanism(Mechanism):
         return data.domain_size, self.sensitivity_for(data.domain_size)
 
     def check(self, data, epsilon, params):
+        if data is not None and data.domain_size > MAX_DOMAIN:
+            raise ParameterError(f"The table has {data.domain_size:,} cells; dpdesk's summaries handle up to 2^62.")
         method = self.method_of(params)
         _check_method_params(method, {k: params.get(k) for k in ("threshold", "tau", "size", "target_size")})
         for name, what in (("target_size", "target size"), ("size", "sample size")):
