@@ -112,8 +112,7 @@ def test_target_sizes_are_met_on_average():
     ("threshold", {}, "either a sampling threshold"),
     ("priority", {}, "(?i)sample size"),
     ("filter-priority", {"size": 10}, "(?i)filter threshold"),
-    ("filter-threshold", {"threshold": 2}, "either τ"),
-    ("dyadic", {"method": "priority", "size": 10, "threshold": 3}, "does not use"),
+    ("filter-threshold", {"threshold": 2}, "either a sampling threshold τ"),
     ("dyadic", {"method": "priority"}, "sample size"),
     ("filter", {"bound": 3, "threshold": 2}, "no parameter 'bound'"),
     ("priority", {"size": 10**9}, "above max_cells"),
@@ -122,6 +121,14 @@ def test_target_sizes_are_met_on_average():
 def test_parameter_errors(mechanism, params, message):
     with pytest.raises(ParameterError, match=message):
         dpdesk.release(synthetic(), mechanism, epsilon=1.0, rng=1, **params)
+
+
+def test_dyadic_ignores_the_other_methods_settings():
+    release = dpdesk.release(synthetic(), "dyadic", epsilon=1.0, method="priority", size=50, threshold=3, tau=9.0,
+                             rng=1)
+    assert release.params["threshold"] is None and release.params["tau"] is None and release.params["size"] == 50
+    with pytest.raises(ParameterError, match="'dyadic' with method 'filter2' needs either"):
+        dpdesk.release(synthetic(), "dyadic", epsilon=1.0, method="filter2", size=50, rng=1)
 
 
 def test_geometric_refuses_huge_domains_before_any_noise():

@@ -133,32 +133,33 @@ def _uses(method: str, params: dict) -> set[str]:
     return set()
 
 
-def _check_method_params(method: str, params: dict) -> None:
-    """Each method's required parameters, and no contradictory ones (``ParameterError``)."""
-    have = {k for k in ("threshold", "tau", "size", "target_size") if params.get(k) is not None}
-    name = f"'{method}'"
-    if method in ("filter", "filter2"):
-        if ("threshold" in have) == ("target_size" in have):
-            raise ParameterError(f"{name} needs either a filter threshold θ (threshold=…) or a target size "
-                                 "(target_size=…), not both.")
-    elif method == "threshold":
-        if ("tau" in have) == ("target_size" in have):
-            raise ParameterError(f"{name} needs either a sampling threshold τ (tau=…) or a target size "
-                                 "(target_size=…), not both.")
-    elif method in ("priority", "filter-priority"):
-        if "size" not in have:
-            raise ParameterError(f"{name} needs a sample size s (size=…).")
-    elif method == "filter-threshold":
-        if ("tau" in have) == ("target_size" in have):
-            raise ParameterError(f"{name} needs either τ (tau=…) or a target size (target_size=…), not both.")
+SETTINGS_USED = {"geometric": set(), "filter": {"threshold", "target_size"}, "filter2": {"threshold", "target_size"},
+                 "threshold": {"tau", "target_size"}, "priority": {"size"},
+                 "filter-threshold": {"threshold", "tau", "target_size"}, "filter-priority": {"threshold", "size"}}
+
+
+def method_settings(method: str, params: dict, name: str) -> dict:
+    """``params`` with the settings ``method`` does not use emptied, after checking the ones it needs.
+
+    The dyadic mechanism lists the settings of every method; those of the other methods are
+    ignored (a comparison passes the same settings to all). ``ParameterError`` when one is
+    missing or two contradict each other.
+    """
+    params = dict(params)
+    for key in {"threshold", "tau", "size", "target_size"} - SETTINGS_USED[method]:
+        params[key] = None
+    have = {k for k in SETTINGS_USED[method] if params.get(k) is not None}
+    if method in ("filter", "filter2") and ("threshold" in have) == ("target_size" in have):
+        raise ParameterError(f"{name} needs either a filter threshold θ (threshold=…) or a target size "
+                             "(target_size=…), not both.")
+    if method in ("threshold", "filter-threshold") and ("tau" in have) == ("target_size" in have):
+        raise ParameterError(f"{name} needs either a sampling threshold τ (tau=…) or a target size "
+                             "(target_size=…), not both.")
+    if method in ("priority", "filter-priority") and "size" not in have:
+        raise ParameterError(f"{name} needs a sample size s (size=…).")
     if method in ("filter-threshold", "filter-priority") and "threshold" not in have:
         raise ParameterError(f"{name} needs a filter threshold θ (threshold=…).")
-    unused = have - {"geometric": set(), "filter": {"threshold", "target_size"},
-                     "filter2": {"threshold", "target_size"}, "threshold": {"tau", "target_size"},
-                     "priority": {"size"}, "filter-threshold": {"threshold", "tau", "target_size"},
-                     "filter-priority": {"threshold", "size"}}[method]
-    if unused:
-        raise ParameterError(f"{name} does not use " + ", ".join(sorted(unused)) + "; leave it empty.")
+    return params
 
 
 def theta_for_target(target: int, mu: float, free: int, two_sided: bool) -> int:
@@ -265,7 +266,8 @@ class SparseMechanism(Mechanism):
         if data is not None and data.domain_size > MAX_DOMAIN:
             raise ParameterError(f"The table has {data.domain_size:,} cells; dpdesk's summaries handle up to 2^62.")
         method = self.method_of(params)
-        _check_method_params(method, {k: params.get(k) for k in ("threshold", "tau", "size", "target_size")})
+        params = method_settings(method, params, f"'{self.id}'" + (f" with method '{method}'"
+                                                                    if method != self.id else ""))
         for name, what in (("target_size", "target size"), ("size", "sample size")):
             if params.get(name) is not None and params[name] > params["max_cells"]:
                 raise ParameterError(f"The {what} {params[name]:,} is above max_cells = {params['max_cells']:,}.")
