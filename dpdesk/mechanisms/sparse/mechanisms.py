@@ -343,7 +343,7 @@ class SparseMechanism(Mechanism):
     def finish(self, data, epsilon, params, budget, source, table, summary, settings, scale, estimates):
         info = {"kind": "dyadic" if table.tree is not None else "cells", "domain_size": int(data.domain_size),
                 "method": self.method_of(params)}
-        info.update({k: v for k, v in summary.info.items()})
+        info.update(summary.info)
         if table.tree is not None:
             info["levels"] = table.tree.levels
         labels = self.labels(data, table, summary)
