@@ -312,8 +312,7 @@ def cmd_gui(args) -> int:
         return 1
     from .gui.app import run_app
 
-    path = str(sample_path()) if args.sample else args.file
-    return run_app(path)
+    return run_app(args.file, sample=args.sample)
 
 
 def build_parser() -> argparse.ArgumentParser:

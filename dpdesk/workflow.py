@@ -79,7 +79,8 @@ def secure_release(data, mechanism_id: str, epsilon, params: dict, *, chosen_how
 
 def export_release(release, data, out_dir, *, formats=("csv", "json"), reports=(), internal_report: bool = False,
                    force: bool = False, pdf_writer: Callable[[str], bytes] | None = None, comparison=None,
-                   files: dict | None = None, progress: ProgressFn | None = None) -> list[Path]:
+                   files: dict | None = None, progress: ProgressFn | None = None,
+                   cancel: CancelToken | None = None) -> list[Path]:
     """Step 6: write the release files and reports atomically (a recorded, secure release only)."""
     progress = progress or no_progress
     formats, reports = list(formats), list(reports)
@@ -109,6 +110,8 @@ def export_release(release, data, out_dir, *, formats=("csv", "json"), reports=(
         if internal_report:
             files[INTERNAL_REPORT_FILE] = internal_report_module.internal_report_html(
                 data, release, comparison=comparison).encode("utf-8")
+    if cancel is not None:
+        cancel.check()  # last moment to stop: nothing has been written yet
     progress(0.9, "Writing files")
     paths = write_files({out / name: content for name, content in files.items()}, force=force)
     progress(1.0, "Exported")

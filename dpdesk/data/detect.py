@@ -153,3 +153,27 @@ def _zero_one(rows: list[list[str]]) -> bool:
     if all(ok(row) for row in rows):
         return True
     return all(ok(row[1:]) for row in rows) and len(rows[0]) >= 3
+
+
+def preview(raw: bytes, *, delimiter: str | None, header: bool, encoding: str, lines: int = 20,
+            parquet: bool = False) -> tuple[list[str], list[list[str]]]:
+    """Column names and the first rows as the importer would split them (for the wizard)."""
+    if parquet:
+        import io
+
+        import pyarrow.parquet as pq
+
+        frame = pq.read_table(io.BytesIO(raw)).slice(0, lines).to_pandas()
+        return [str(c) for c in frame.columns], [[str(v) for v in row] for row in frame.itertuples(index=False)]
+    head = raw[: 1 << 16]
+    if len(raw) > len(head) and head.rfind(b"\n") > 0:
+        head = head[: head.rfind(b"\n") + 1]
+    codec = "utf-8-sig" if encoding in ("auto", "utf-8-sig") else encoding
+    text_lines = [line for line in head_lines(head.decode(codec, errors="replace"), lines + 1)]
+    rows = [split_line(line, delimiter) for line in text_lines if line.strip() or delimiter is None]
+    if header and rows:
+        columns, rows = rows[0], rows[1:]
+    else:
+        width = max((len(r) for r in rows), default=0)
+        columns = [f"column {k + 1}" for k in range(width)]
+    return columns, rows[:lines]

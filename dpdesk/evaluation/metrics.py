@@ -73,4 +73,5 @@ def evaluate(data, release, *, k: int = 100, sanity: float | None = None, **opti
         from .summaries import evaluate_summary  # sparse-domain query workloads
 
         return evaluate_summary(data, release, **options)
-    return count_metrics(release.values, data.column_counts, n_rows=data.n_rows, k=k, sanity=sanity)
+    truth = data.column_counts if data.binary else data.column_sums  # data with values: sums are the truth
+    return count_metrics(release.values, truth, n_rows=data.n_rows, k=k, sanity=sanity)

@@ -1,0 +1,69 @@
+"""Start the desktop application."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+
+from ..paths import sample_path, user_data_dir
+
+
+def setup_logging() -> None:
+    """Log to dpdesk.log in the user's data directory (once per log file)."""
+    path = str(user_data_dir() / "dpdesk.log")
+    root = logging.getLogger("dpdesk")
+    if any(getattr(h, "baseFilename", None) == path for h in root.handlers):
+        return
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+
+
+def install_excepthook(window) -> None:
+    """Unexpected exceptions in Qt callbacks: log them and show a dialog; the window stays open."""
+    from .widgets import show_error
+
+    setup_logging()
+
+    def hook(kind, value, tb):
+        details = "".join(traceback.format_exception(kind, value, tb))
+        logging.getLogger("dpdesk.gui").error("uncaught exception\n%s", details)
+        try:
+            show_error(window, value, details)
+        except Exception:  # noqa: BLE001 - never let the hook itself crash the app
+            sys.__excepthook__(kind, value, tb)
+
+    sys.excepthook = hook
+
+
+def make_app(argv=None):
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication(argv or sys.argv[:1])
+    app.setApplicationName("dpdesk")
+    app.setOrganizationName("dpdesk")
+    app.setStyle("Fusion")
+    return app
+
+
+def run_app(path: str | None = None, sample: bool = False) -> int:
+    from PySide6.QtCore import QTimer
+
+    from ..data import load
+    from .main_window import MainWindow
+
+    app = make_app()
+    window = MainWindow()
+    install_excepthook(window)
+    window.show()
+    if sample or (path is not None and str(path) == str(sample_path())):
+        def open_sample():
+            data = load(sample_path())
+            window.state.set_dataset(data, {"path": str(sample_path()), "format": "transactions"})
+            window.statusBar().showMessage(f"Opened the sample data: {data.describe()}.")
+        QTimer.singleShot(0, open_sample)
+    elif path:
+        QTimer.singleShot(0, lambda: window.open_path(str(path)))
+    return app.exec()

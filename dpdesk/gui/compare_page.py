@@ -1,0 +1,526 @@
+"""Compare: run the comparison runner in the background and plot the results as they stream in.
+
+Two modes: on the true data (internal — the banner says so, and choosing by these results
+is itself a use of the data), or on a stand-in (synthetic data shaped by declared facts,
+or a public file) that leaks nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pandas as pd
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGridLayout,
+                               QGroupBox, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QRadioButton,
+                               QScrollArea, QSpinBox, QTabWidget, QVBoxLayout, QWidget)
+
+from .. import mechanisms as registry
+from ..data import load
+from ..errors import DpdeskError, ParameterError
+from ..evaluation.compare import Entry, run_comparison
+from ..evaluation.metrics import METRIC_LABELS, top_k, topk_accuracy
+from ..evaluation.standin import DeclaredFacts, synthetic_cells, synthetic_incidence
+from .state import AppState
+from .widgets import Banner, PlotPanel, colour, explanation, heading, show_error
+from .workers import Task
+
+TRUE_DATA_BANNER = ("⚠ <b>These plots use the true data — for your eyes only.</b> Choosing a mechanism or a "
+                    "parameter because it had the lowest error here is itself a use of the data; the public report "
+                    "records how the mechanism was chosen.")
+STANDIN_BANNER = ("✓ <b>Comparing on a stand-in</b> that contains no true data: you may choose a mechanism from "
+                  "these results without using the data's privacy budget.")
+
+
+def parse_epsilons(text: str) -> list[float]:
+    values = []
+    for part in text.replace(";", ",").split(","):
+        part = part.strip().lower()
+        if not part:
+            continue
+        try:
+            values.append(math.log(float(part[3:].strip("() "))) if part.startswith("ln") else float(part))
+        except ValueError:
+            raise ParameterError(f"'{part}' is not a number; write ε values like 0.1, 0.69, ln 3.") from None
+    if not values:
+        raise ParameterError("Give at least one ε value to compare.")
+    return sorted(set(values))
+
+
+class ComparePage(QWidget):
+    def __init__(self, state: AppState, parent=None):
+        super().__init__(parent)
+        self.state = state
+        self.task: Task | None = None
+        self.rows: list[dict] = []
+        self.started = 0.0
+        outer = QVBoxLayout(self)
+        outer.addWidget(heading("③ Compare mechanisms"))
+        controls = QHBoxLayout()
+        settings = QGroupBox("What to compare")
+        form = QFormLayout(settings)
+        self.epsilons = QLineEdit("0.1, 0.4, 0.69, 1.1, 2")
+        self.epsilons.setAccessibleName("Epsilon values to compare, comma separated")
+        self.epsilons.setToolTip("ε values separated by commas; 'ln 3' is accepted")
+        self.repeats = QSpinBox()
+        self.repeats.setRange(1, 10_000)
+        self.repeats.setValue(10)
+        self.repeats.setAccessibleName("Repeats per mechanism and epsilon")
+        self.seed = QSpinBox()
+        self.seed.setRange(0, 2**31 - 1)
+        self.seed.setValue(1)
+        self.seed.setAccessibleName("Seed for reproducible comparisons")
+        self.k = QSpinBox()
+        self.k.setRange(1, 100_000)
+        self.k.setValue(100)
+        self.k.setAccessibleName("k for the top-k metrics")
+        form.addRow("ε values:", self.epsilons)
+        form.addRow("Repeats:", self.repeats)
+        form.addRow("Top-k uses k =", self.k)
+        form.addRow("Seed:", self.seed)
+        controls.addWidget(settings, 1)
+        source = QGroupBox("Compare on")
+        source_layout = QVBoxLayout(source)
+        self.on_true = QRadioButton("the true data (internal)")
+        self.on_synthetic = QRadioButton("a synthetic stand-in shaped by declared facts")
+        self.on_file = QRadioButton("a public file:")
+        group = QButtonGroup(self)
+        for button in (self.on_true, self.on_synthetic, self.on_file):
+            group.addButton(button)
+        source_layout.addWidget(self.on_true)
+        source_layout.addWidget(self.on_synthetic)
+        self.on_true.setChecked(True)
+        facts = QWidget()
+        self.facts = facts
+        facts_form = QFormLayout(facts)
+        facts_form.setContentsMargins(18, 0, 0, 0)
+        self.fact_rows = QSpinBox()
+        self.fact_rows.setRange(1, 10**9)
+        self.fact_rows.setValue(10_000)
+        self.fact_mean = QDoubleSpinBox()
+        self.fact_mean.setRange(0.1, 1e6)
+        self.fact_mean.setValue(8)
+        self.fact_skew = QDoubleSpinBox()
+        self.fact_skew.setRange(0, 4)
+        self.fact_skew.setSingleStep(0.1)
+        self.fact_skew.setValue(1.1)
+        facts_form.addRow("people (about):", self.fact_rows)
+        facts_form.addRow("items per person (typical):", self.fact_mean)
+        facts_form.addRow("popularity skew (0 = even):", self.fact_skew)
+        for widget, name in ((self.fact_rows, "Declared number of people"),
+                             (self.fact_mean, "Declared typical items per person"),
+                             (self.fact_skew, "Declared popularity skew")):
+            widget.setAccessibleName(name)
+        source_layout.addWidget(facts)
+        source_layout.addWidget(self.on_file)
+        file_row = QHBoxLayout()
+        file_row.setContentsMargins(18, 0, 0, 0)
+        self.public_file = QLineEdit()
+        self.public_file.setPlaceholderText("a public dataset of the same kind")
+        browse = QPushButton("Browse…")
+        file_row.addWidget(self.public_file, 1)
+        file_row.addWidget(browse)
+        source_layout.addLayout(file_row)
+        controls.addWidget(source, 1)
+        outer.addLayout(controls)
+        self.banner = Banner(TRUE_DATA_BANNER, "warning")
+        outer.addWidget(self.banner)
+        run_row = QHBoxLayout()
+        self.run_button = QPushButton("Run comparison ▶")
+        self.run_button.setAccessibleName("Run the comparison")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.overall = QProgressBar()
+        self.overall.setRange(0, 1000)
+        self.overall.setAccessibleName("Overall progress")
+        self.status = QLabel("Choose mechanisms on the Configure page, then run.")
+        run_row.addWidget(self.run_button)
+        run_row.addWidget(self.cancel_button)
+        run_row.addWidget(self.overall, 1)
+        outer.addLayout(run_row)
+        outer.addWidget(self.status)
+        self.bars_host = QWidget()
+        self.bars = QGridLayout(self.bars_host)
+        self.bars.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(self.bars_host)
+        self.per_run: dict[str, QProgressBar] = {}
+        # plots
+        self.tabs = QTabWidget()
+        self.tabs.setAccessibleName("Comparison plots")
+        self.error_panel = PlotPanel("Error vs ε", x_label="ε (log scale)", y_label="error (log scale)",
+                                     caption="Run a comparison to see each mechanism's error at each ε.")
+        self.metric = QComboBox()
+        for key, label in METRIC_LABELS.items():
+            self.metric.addItem(label, key)
+        self.metric.setAccessibleName("Error measure")
+        metric_row = QHBoxLayout()
+        metric_row.addWidget(QLabel("Error measure:"))
+        metric_row.addWidget(self.metric)
+        metric_row.addStretch(1)
+        error_tab = QWidget()
+        error_layout = QVBoxLayout(error_tab)
+        error_layout.addLayout(metric_row)
+        error_layout.addWidget(self.error_panel, 1)
+        self.tabs.addTab(error_tab, "Error vs ε")
+        self.example_choice = QComboBox()
+        self.example_choice.setAccessibleName("Which mechanism and epsilon to show")
+        example_row = QHBoxLayout()
+        example_row.addWidget(QLabel("Show:"))
+        example_row.addWidget(self.example_choice, 1)
+        self.truth_panel = PlotPanel("True vs noisy", x_label="true count", y_label="released count")
+        truth_tab = QWidget()
+        truth_layout = QVBoxLayout(truth_tab)
+        truth_layout.addLayout(example_row)
+        truth_layout.addWidget(self.truth_panel, 1)
+        self.tabs.addTab(truth_tab, "True vs noisy")
+        self.topk_panel = PlotPanel("Top-k accuracy", x_label="k (log scale)", y_label="share of the true top k found")
+        self.tabs.addTab(self.topk_panel, "Top-k accuracy")
+        details_tab = QWidget()
+        details_layout = QVBoxLayout(details_tab)
+        self.diagnostic_choice = QComboBox()
+        self.diagnostic_choice.setAccessibleName("Mechanism detail plot")
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Detail:"))
+        row.addWidget(self.diagnostic_choice, 1)
+        details_layout.addLayout(row)
+        self.detail_panel = PlotPanel("Mechanism details")
+        details_layout.addWidget(self.detail_panel, 1)
+        self.tabs.addTab(details_tab, "Mechanism details")
+        outer.addWidget(self.tabs, 1)
+        # wiring
+        self.run_button.clicked.connect(self.run)
+        self.cancel_button.clicked.connect(self.cancel)
+        browse.clicked.connect(self._browse)
+        self.metric.currentIndexChanged.connect(self.redraw_errors)
+        self.example_choice.currentIndexChanged.connect(self.redraw_example)
+        self.diagnostic_choice.currentIndexChanged.connect(self.redraw_detail)
+        for button in (self.on_true, self.on_synthetic, self.on_file):
+            button.toggled.connect(self._mode_changed)
+        self.timer = QTimer(self)
+        self.timer.setInterval(250)  # redraw streamed results at most four times a second
+        self.timer.timeout.connect(self._flush)
+        self._pending = False
+        state.comparison_changed.connect(self._show_comparison)
+        state.dataset_changed.connect(self._dataset_changed)
+        self._dataset_changed()
+
+    # -- settings ------------------------------------------------------------------------
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Choose a public dataset", "", "All files (*)")
+        if path:
+            self.public_file.setText(path)
+            self.on_file.setChecked(True)
+
+    def _mode_changed(self) -> None:
+        true_data = self.on_true.isChecked()
+        self.facts.setEnabled(self.on_synthetic.isChecked())
+        self.banner.set_kind("warning" if true_data else "ok")
+        self.banner.setText(TRUE_DATA_BANNER if true_data else STANDIN_BANNER)
+
+    def _dataset_changed(self) -> None:
+        data = self.state.dataset
+        self.run_button.setEnabled(data is not None)
+        settings = self.state.compare_settings
+        self.epsilons.setText(", ".join(f"{e:.4g}" for e in settings.get("epsilons", [])))
+        self.repeats.setValue(int(settings.get("repeats", 10)))
+        self.seed.setValue(int(settings.get("seed", 1)))
+
+    def comparison_data(self):
+        """The dataset to compare on: the true data or a stand-in that holds none of it."""
+        data = self.state.dataset
+        if self.on_true.isChecked():
+            return data, False
+        if self.on_synthetic.isChecked():
+            if data.kind == "cells":
+                return synthetic_cells(data.domain_size, max(1, min(self.fact_rows.value() // 10, data.domain_size)),
+                                       self.fact_rows.value(), seed=self.seed.value()), True
+            facts = DeclaredFacts(rows=self.fact_rows.value(), items=data.n_items,
+                                  mean_items_per_person=self.fact_mean.value(), bound=self.state.bound,
+                                  skew=self.fact_skew.value())
+            return synthetic_incidence(facts, item_labels=data.item_labels, seed=self.seed.value()), True
+        path = self.public_file.text().strip()
+        if not path:
+            raise ParameterError("Choose the public file to compare on.")
+        standin = load(path)
+        if standin.kind != data.kind:
+            raise ParameterError("The public file must be the same kind of data as the dataset.")
+        return standin, True
+
+    # -- running -------------------------------------------------------------------------
+    def run(self) -> None:
+        if self.task is not None and self.task.running:
+            return
+        configurations = self.state.enabled()
+        try:
+            if not configurations:
+                raise ParameterError("Tick at least one mechanism on the Configure page.")
+            epsilons = parse_epsilons(self.epsilons.text())
+            data, on_standin = self.comparison_data()
+            entries = []
+            for configuration in configurations:
+                mechanism = registry.get(configuration.mechanism)
+                entries.append(Entry(configuration.mechanism, self.state.params_for(configuration.mechanism),
+                                     label=mechanism.id))
+        except DpdeskError as error:
+            show_error(self, error)
+            return
+        self.state.compare_settings.update({"epsilons": epsilons, "repeats": self.repeats.value(),
+                                            "seed": self.seed.value()})
+        self.rows = []
+        self.total_runs = len(entries) * len(epsilons) * self.repeats.value()
+        self.runs_per_entry = len(epsilons) * self.repeats.value()
+        self._make_bars([e.label for e in entries])
+        self.error_panel.clear()
+        self.running_data = data
+        self.running_standin = on_standin
+        self.task = Task(run_comparison, data, entries, epsilons, self.repeats.value(), seed=self.seed.value(),
+                         k=self.k.value(), partial=True, parent=self)
+        self.task.partial.connect(self._row)
+        self.task.progress.connect(self._progress)
+        self.task.succeeded.connect(self._done)
+        self.task.failed.connect(lambda error, details: (show_error(self, error, details), self._idle()))
+        self.task.finished.connect(self._idle)
+        self.run_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self.started = time.perf_counter()
+        self.status.setText("Running… (the window stays usable; Cancel stops within a second)")
+        self.timer.start()
+        self.task.start()
+
+    def cancel(self) -> None:
+        if self.task is not None and self.task.running:
+            self.task.cancel()
+            self.status.setText("Cancelling…")
+
+    def _idle(self) -> None:
+        self.timer.stop()
+        self._flush()
+        self.run_button.setEnabled(self.state.dataset is not None)
+        self.cancel_button.setEnabled(False)
+
+    def _make_bars(self, labels: list[str]) -> None:
+        while self.bars.count():
+            widget = self.bars.takeAt(0).widget()
+            if widget is not None:
+                widget.deleteLater()
+        self.per_run = {}
+        for i, label in enumerate(labels):
+            name = QLabel(label)
+            name.setStyleSheet(f"color:{colour(i)}; font-weight:bold;")
+            bar = QProgressBar()
+            bar.setRange(0, self.runs_per_entry)
+            bar.setFormat(f"%v / %m runs")
+            bar.setAccessibleName(f"Progress of {label}")
+            self.bars.addWidget(name, i // 3, (i % 3) * 2)
+            self.bars.addWidget(bar, i // 3, (i % 3) * 2 + 1)
+            self.per_run[label] = bar
+
+    def _progress(self, fraction: float, message: str) -> None:
+        self.overall.setValue(int(fraction * 1000))
+        self.status.setText(message)
+
+    def _row(self, row: dict) -> None:
+        self.rows.append(row)
+        bar = self.per_run.get(row["label"])
+        if bar is not None:
+            bar.setValue(bar.value() + 1)
+        self._pending = True
+
+    def _flush(self) -> None:
+        if self._pending and self.rows:
+            self._pending = False
+            self.redraw_errors()
+
+    def _done(self, comparison) -> None:
+        elapsed = time.perf_counter() - self.started
+        what = "a stand-in" if self.running_standin else "the true data"
+        self.status.setText(f"{'Cancelled after' if comparison.cancelled else 'Finished'} "
+                            f"{len(comparison.results)} runs in {elapsed:.1f} s on {what} (seed {comparison.seed}).")
+        self.state.set_comparison(comparison, self.running_data, self.running_standin)
+
+    # -- drawing -------------------------------------------------------------------------
+    def results_frame(self) -> pd.DataFrame:
+        comparison = self.state.comparison
+        if self.task is not None and self.task.running or comparison is None:
+            return pd.DataFrame(self.rows)
+        return comparison.results
+
+    def redraw_errors(self) -> None:
+        frame = self.results_frame()
+        panel = self.error_panel
+        panel.clear()
+        if frame.empty:
+            return
+        metric = self.metric.currentData()
+        log_y = metric != "topk_accuracy"
+        panel.plot.setLogMode(x=True, y=log_y)
+        panel.plot.setLabel("left", METRIC_LABELS[metric] + (" (log scale)" if log_y else ""))
+        from ..evaluation.compare import summarize
+
+        summary = summarize(frame, [metric])
+        headers = ["mechanism", "ε", "mean", "95% low", "95% high", "repeats"]
+        rows = []
+        for i, (label, group) in enumerate(summary.groupby("label", sort=False)):
+            group = group.sort_values("epsilon")
+            mean = group["mean"].to_numpy()
+            low, high = group["ci_low"].to_numpy(), group["ci_high"].to_numpy()
+            if log_y:
+                floor = max(np.nanmin(mean[mean > 0]) / 100, 1e-12) if np.any(mean > 0) else 1e-12
+                mean, low, high = (np.maximum(v, floor) for v in (mean, low, high))
+            panel.add_series(label, group["epsilon"].to_numpy(), mean, i, band=(low, high))
+            rows += [[label, e, m, lo, hi, n] for e, m, lo, hi, n in
+                     zip(group["epsilon"], group["mean"], group["ci_low"], group["ci_high"], group["repeats"])]
+        panel.set_table(headers, rows)
+        panel.set_caption(
+            f"{METRIC_LABELS[metric]} of each mechanism at each ε, averaged over the repeats; the shaded band is the "
+            "95% confidence interval of that average. Lower is better" + (" (except top-k accuracy, where higher "
+            "is better)." if metric != "topk_accuracy" else "; here higher is better.") +
+            " Both axes are logarithmic so that large and small errors fit on one plot.")
+
+    def _show_comparison(self) -> None:
+        comparison = self.state.comparison
+        self.example_choice.blockSignals(True)
+        self.example_choice.clear()
+        if comparison is not None:
+            for (label, epsilon) in comparison.examples:
+                self.example_choice.addItem(f"{label} at ε = {epsilon:.4g}", (label, epsilon))
+            self.rows = comparison.results.to_dict("records")
+        self.example_choice.blockSignals(False)
+        self.redraw_errors()
+        self.redraw_example()
+        self.redraw_topk()
+
+    def _example(self):
+        comparison = self.state.comparison
+        key = self.example_choice.currentData()
+        if comparison is None or key is None:
+            return None
+        return comparison.examples.get(tuple(key))
+
+    def redraw_example(self) -> None:
+        release = self._example()
+        self.truth_panel.clear()
+        self._fill_diagnostics(release)
+        data = self.state.comparison_dataset
+        if release is None or data is None:
+            return
+        if release.values is None:
+            self.truth_panel.set_caption("This mechanism releases a summary of cells, not one count per item; see "
+                                         "the mechanism details for its error by size.")
+            return
+        true = data.column_counts.astype(float)
+        noisy = np.asarray(release.values, dtype=float)
+        panel = self.truth_panel
+        top = max(true.max(), noisy.max(), 1.0)
+        panel.plot.setLogMode(x=False, y=False)
+        if true.size <= 3000:
+            panel.add_series("items", true, noisy, 0, line=False)
+            panel.plot.plot([0, top], [0, top], pen=pg.mkPen("#888888", style=Qt.DashLine), name="no error")
+            panel.set_caption("Each dot is one item: its true count (across) and its released count (up). Dots on "
+                              "the dashed diagonal are exact; the vertical spread is the noise.")
+        else:
+            # many items: a density image of log counts
+            lt, ln = np.log10(true + 1), np.log10(np.maximum(noisy, 0) + 1)
+            edge = max(lt.max(), ln.max(), 1.0)
+            histogram, _, _ = np.histogram2d(lt, ln, bins=120, range=[[0, edge], [0, edge]])
+            image = pg.ImageItem(np.log1p(histogram))
+            image.setColorMap(pg.colormap.get("viridis"))
+            image.setRect(0, 0, edge, edge)
+            panel.plot.addItem(image)
+            panel.plot.plot([0, edge], [0, edge], pen=pg.mkPen("#FFFFFF", style=Qt.DashLine))
+            panel.plot.setLabel("bottom", "true count (log10 of count+1)")
+            panel.plot.setLabel("left", "released count (log10 of count+1)")
+            panel._series = [("items", lt, ln)]
+            panel.set_caption(f"{true.size:,} items: brighter cells hold more items. Items on the dashed diagonal are "
+                              "exact; negative released counts are drawn at 0.")
+        rows = [[str(release.labels[j]), true[j], noisy[j]] for j in top_k(true, 200)]
+        panel.set_table(["item (200 largest)", "true count", "released count"], rows)
+
+    def redraw_topk(self) -> None:
+        panel = self.topk_panel
+        panel.clear()
+        comparison = self.state.comparison
+        data = self.state.comparison_dataset
+        if comparison is None or data is None or data.kind != "incidence":
+            panel.set_caption("Top-k accuracy applies to count releases (one count per item).")
+            return
+        panel.plot.setLogMode(x=True, y=False)
+        true = data.column_counts
+        ks = [k for k in (5, 10, 20, 50, 100, 200, 500, 1000, 2000) if k <= true.size] or [true.size]
+        epsilon = max(e for _, e in comparison.examples)
+        rows = []
+        for i, ((label, e), release) in enumerate(x for x in comparison.examples.items() if x[0][1] == epsilon):
+            if release.values is None:
+                continue
+            values = [topk_accuracy(release.values, true, k) for k in ks]
+            panel.add_series(label, ks, values, i)
+            rows += [[label, k, v] for k, v in zip(ks, values)]
+        panel.set_table(["mechanism", "k", "top-k accuracy"], rows)
+        panel.set_caption(f"At ε = {epsilon:.4g} (first repeat): of the k items with the largest true counts, the "
+                          "share that are also among the k largest released counts. 1 means the ranking of the "
+                          "top k is fully preserved.")
+
+    def _fill_diagnostics(self, release) -> None:
+        self.diagnostic_choice.blockSignals(True)
+        self.diagnostic_choice.clear()
+        if release is not None:
+            for key, diagnostic in release.diagnostics.items():
+                if _plottable(diagnostic):
+                    self.diagnostic_choice.addItem(diagnostic.title, key)
+        self.diagnostic_choice.blockSignals(False)
+        self.redraw_detail()
+
+    def redraw_detail(self) -> None:
+        panel = self.detail_panel
+        panel.clear()
+        release = self._example()
+        key = self.diagnostic_choice.currentData()
+        if release is None or key is None:
+            panel.set_caption("The selected mechanism has no detail plot.")
+            return
+        plot_diagnostic(panel, release.diagnostics[key])
+
+
+def _plottable(diagnostic) -> bool:
+    arrays = [v for v in diagnostic.data.values() if isinstance(v, np.ndarray) and v.ndim == 1 and v.size > 1]
+    return len(arrays) >= 2
+
+
+def plot_diagnostic(panel: PlotPanel, diagnostic) -> None:
+    """Plot a mechanism's Diagnostic: the first array is x, every other array of that length a curve,
+    and scalar entries whose name says chosen/best as vertical markers."""
+    arrays = {k: np.asarray(v, dtype=float) for k, v in diagnostic.data.items()
+              if isinstance(v, np.ndarray) and v.ndim == 1 and v.size > 1 and v.dtype.kind in "fiu"}
+    if len(arrays) < 2:
+        return
+    names = list(arrays)
+    x_name, x = names[0], arrays[names[0]]
+    log_x = bool(np.all(x > 0) and x.max() / max(x.min(), 1e-300) > 300)
+    panel.plot.setLogMode(x=log_x, y=False)
+    panel.plot.setLabel("bottom", diagnostic.x or x_name.replace("_", " "))
+    panel.plot.setLabel("left", diagnostic.y or "")
+    rows_headers = [x_name]
+    columns = [x]
+    index = 0
+    for name in names[1:]:
+        if arrays[name].size != x.size:
+            continue
+        panel.add_series(name.replace("_", " "), x, arrays[name], index, symbol=None if x.size > 60 else "o")
+        rows_headers.append(name)
+        columns.append(arrays[name])
+        index += 1
+    for name, value in diagnostic.data.items():
+        if np.isscalar(value) and isinstance(value, (int, float, np.integer, np.floating)) and \
+                any(word in name for word in ("chosen", "best", "declared")):
+            position = math.log10(value) if log_x and value > 0 else float(value)
+            line = pg.InfiniteLine(pos=position, angle=90, label=f"{name.replace('_', ' ')} = {value:g}",
+                                   pen=pg.mkPen(colour(index), style=Qt.DashLine),
+                                   labelOpts={"position": 0.9, "color": colour(index)})
+            panel.plot.addItem(line)
+            index += 1
+    panel.set_caption(diagnostic.caption + ("" if not diagnostic.internal else
+                                            " <b>(internal: computed from the true data)</b>"))
+    panel.set_table(rows_headers, [list(row) for row in zip(*columns)])

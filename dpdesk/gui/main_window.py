@@ -1,0 +1,308 @@
+"""The main window: the steps Data → Configure → Compare → Plan → Release always visible on the
+left with the budget ledger, menus with shortcuts, drag-and-drop, recent files and projects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyqtgraph as pg
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMainWindow,
+                               QMessageBox, QPushButton, QStackedWidget, QTableWidget, QVBoxLayout, QWidget)
+
+from .. import __version__
+from ..errors import DpdeskError
+from ..paths import sample_path, user_data_dir
+from ..privacy.ledger import Ledger
+from ..project import Project
+from .compare_page import ComparePage
+from .configure_page import ConfigurePage
+from .plan_page import PlanPage
+from .release_page import ReleasePage
+from .state import AppState
+from .widgets import Banner, explanation, fill_table, heading, internal_badge, show_error
+from .wizard import ImportWizard
+
+STEPS = ["① Data", "② Configure", "③ Compare", "④ Plan", "⑤ Release"]
+MAX_RECENT = 8
+
+
+class DataPage(QWidget):
+    def __init__(self, window: "MainWindow"):
+        super().__init__()
+        self.window = window
+        layout = QVBoxLayout(self)
+        layout.addWidget(heading("① Data"))
+        self.intro = explanation(
+            "dpdesk publishes <b>counts</b> — how many people have each item, or fall in each cell of a table — "
+            "with <b>differential privacy</b>: random noise calibrated so that the release reveals almost nothing "
+            "about any one person. Start by importing the sensitive data. It never leaves this computer.")
+        layout.addWidget(self.intro)
+        row = QHBoxLayout()
+        self.import_button = QPushButton("Import data…")
+        self.import_button.setAccessibleName("Import a data file")
+        self.sample_button = QPushButton("Open the sample data")
+        self.sample_button.setAccessibleName("Open the bundled sample dataset")
+        row.addWidget(self.import_button)
+        row.addWidget(self.sample_button)
+        row.addStretch(1)
+        layout.addLayout(row)
+        layout.addWidget(explanation("You can also drop a data file or a .dpdesk project onto this window."))
+        self.summary_box = QFrame()
+        box = QVBoxLayout(self.summary_box)
+        self.title = heading("", 2)
+        box.addWidget(self.title)
+        box.addWidget(internal_badge())
+        self.table = QTableWidget()
+        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.setAccessibleName("Summary of the data (internal)")
+        self.table.setMaximumHeight(250)
+        box.addWidget(self.table)
+        self.histogram = pg.PlotWidget()
+        self.histogram.setLabel("bottom", "items per person")
+        self.histogram.setLabel("left", "people")
+        self.histogram.setAccessibleName("Histogram of items per person (internal)")
+        box.addWidget(self.histogram, 1)
+        box.addWidget(explanation("These figures describe the true data and are for checking the import only. "
+                                  "Next: choose mechanisms and ε on the <b>Configure</b> page."))
+        layout.addWidget(self.summary_box, 1)
+        self.summary_box.setVisible(False)
+        layout.addStretch(0)
+        self.import_button.clicked.connect(lambda: window.import_data())
+        self.sample_button.clicked.connect(window.open_sample)
+        window.state.dataset_changed.connect(self.refresh)
+
+    def refresh(self) -> None:
+        data = self.window.state.dataset
+        self.summary_box.setVisible(data is not None)
+        if data is None:
+            return
+        source = data.source
+        self.title.setText(f"{data.describe()} — read as {source.get('format')} from {Path(source.get('path', '')).name}")
+        summary = data.summary()
+        names = {"rows": "People (rows)", "columns": "Items (columns)" if data.kind == "incidence" else "Cells (m)",
+                 "nonzeros": "Non-zero cells", "density": "Density", "max_row_count": "Most items of one person",
+                 "mean_row_count": "Average items per person", "avg_column_count": "Average count per item"}
+        fill_table(self.table, ["figure", "value"], [[names[k], v] for k, v in summary.items()])
+        self.histogram.clear()
+        self.histogram.setVisible(data.kind == "incidence")
+        if data.kind == "incidence":
+            counts, edges = data.row_length_histogram()
+            self.histogram.addItem(pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=counts, brush="#0072B2"))
+
+
+class MainWindow(QMainWindow):
+    def __init__(self):
+        super().__init__()
+        self.state = AppState()
+        self.settings = QSettings(str(user_data_dir() / "settings.ini"), QSettings.IniFormat)
+        self.setAcceptDrops(True)
+        self.resize(1280, 820)
+        central = QWidget()
+        self.setCentralWidget(central)
+        layout = QHBoxLayout(central)
+        side = QVBoxLayout()
+        self.steps = QListWidget()
+        self.steps.setAccessibleName("Steps")
+        self.steps.setMaximumWidth(210)
+        font = self.steps.font()
+        font.setPointSizeF(font.pointSizeF() * 1.15)
+        self.steps.setFont(font)
+        for text in STEPS:
+            self.steps.addItem(QListWidgetItem(text))
+        side.addWidget(self.steps, 1)
+        self.ledger_label = QLabel("")
+        self.ledger_label.setWordWrap(True)
+        self.ledger_label.setMaximumWidth(210)
+        self.ledger_label.setAccessibleName("Privacy budget ledger summary")
+        self.ledger_label.setStyleSheet("QLabel {background:#F3F3F3; border:1px solid #CCCCCC; padding:6px;}")
+        side.addWidget(self.ledger_label)
+        layout.addLayout(side)
+        self.pages = QStackedWidget()
+        self.data_page = DataPage(self)
+        self.configure_page = ConfigurePage(self.state)
+        self.compare_page = ComparePage(self.state)
+        self.plan_page = PlanPage(self.state)
+        self.release_page = ReleasePage(self.state)
+        for page in (self.data_page, self.configure_page, self.compare_page, self.plan_page, self.release_page):
+            self.pages.addWidget(page)
+        layout.addWidget(self.pages, 1)
+        self.steps.currentRowChanged.connect(self.pages.setCurrentIndex)
+        self.steps.setCurrentRow(0)
+        self._menus()
+        self.statusBar().showMessage("Ready. Import data to begin (File → Import data…, Ctrl+O).")
+        self.mode_label = QLabel(f"dpdesk {__version__} · offline")
+        self.statusBar().addPermanentWidget(self.mode_label)
+        self.state.dataset_changed.connect(self._title)
+        self.state.ledger_changed.connect(self._ledger_summary)
+        self.state.dataset_changed.connect(self._ledger_summary)
+        self._title()
+        self._ledger_summary()
+
+    # -- menus ---------------------------------------------------------------------------
+    def _menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        self._action(file_menu, "&Import data…", self.import_data, QKeySequence.Open)
+        self._action(file_menu, "Open the &sample data", self.open_sample, "Ctrl+Shift+D")
+        file_menu.addSeparator()
+        self._action(file_menu, "&Open project…", self.open_project, "Ctrl+Shift+O")
+        self._action(file_menu, "&Save project", self.save_project, QKeySequence.Save)
+        self._action(file_menu, "Save project &as…", lambda: self.save_project(ask=True), "Ctrl+Shift+S")
+        self.recent_menu = file_menu.addMenu("&Recent files")
+        self._fill_recent()
+        file_menu.addSeparator()
+        self._action(file_menu, "&Quit", self.close, QKeySequence.Quit)
+        go = self.menuBar().addMenu("&Go")
+        for i, text in enumerate(STEPS):
+            self._action(go, text, lambda _=False, i=i: self.steps.setCurrentRow(i), f"Ctrl+{i + 1}")
+        run = self.menuBar().addMenu("&Run")
+        self._action(run, "Run &comparison", lambda: (self.steps.setCurrentRow(2), self.compare_page.run()), "Ctrl+R")
+        self._action(run, "&Cancel comparison", self.compare_page.cancel, "Esc")
+        help_menu = self.menuBar().addMenu("&Help")
+        self._action(help_menu, "How dpdesk protects privacy", self.show_guide, QKeySequence.HelpContents)
+        self._action(help_menu, "&About dpdesk", self.show_about)
+
+    def _action(self, menu, text, slot, shortcut=None) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        action.triggered.connect(lambda _=False: slot())
+        menu.addAction(action)
+        return action
+
+    # -- data and projects ---------------------------------------------------------------
+    def import_data(self, path: str | None = None) -> bool:
+        wizard = ImportWizard(self, path)
+        if wizard.exec() and wizard.dataset is not None:
+            self.state.set_dataset(wizard.dataset, wizard.settings())
+            self._remember(wizard.settings()["path"])
+            self.statusBar().showMessage(f"Loaded {wizard.dataset.describe()}.")
+            return True
+        return False
+
+    def open_sample(self) -> None:
+        self.import_data(str(sample_path()))
+
+    def open_path(self, path: str) -> None:
+        if path.endswith(".dpdesk"):
+            self.open_project(path)
+        else:
+            self.import_data(path)
+
+    def open_project(self, path: str | None = None) -> None:
+        if path is None:
+            path, _ = QFileDialog.getOpenFileName(self, "Open a dpdesk project", str(Path.home()),
+                                                  "dpdesk projects (*.dpdesk)")
+            if not path:
+                return
+        try:
+            project = Project.load(path)
+            data = project.load_data()
+        except DpdeskError as error:
+            show_error(self, error)
+            return
+        settings = {"path": project.data["path"], "format": project.data.get("format", "auto"),
+                    **project.data.get("options", {})}
+        self.state.apply_project(project)
+        self.state.set_dataset(data, settings)
+        self.state.project_path = Path(path)
+        self.state.dirty = False
+        self._remember(path)
+        self.statusBar().showMessage(f"Opened project {Path(path).name}.")
+
+    def save_project(self, ask: bool = False) -> None:
+        path = self.state.project_path
+        if ask or path is None:
+            suggested = str(Path.home() / f"{self.state.dataset.name if self.state.dataset else 'project'}.dpdesk")
+            chosen, _ = QFileDialog.getSaveFileName(self, "Save the project", suggested, "dpdesk projects (*.dpdesk)")
+            if not chosen:
+                return
+            path = Path(chosen if chosen.endswith(".dpdesk") else chosen + ".dpdesk")
+        try:
+            self.state.to_project().save(path)
+        except DpdeskError as error:
+            show_error(self, error)
+            return
+        self.state.project_path = Path(path)
+        self.state.dirty = False
+        self._remember(str(path))
+        self.statusBar().showMessage(f"Saved {Path(path).name}. It can also run headless: "
+                                     f"dpdesk release --project {Path(path).name} --out DIR")
+
+    def _remember(self, path: str) -> None:
+        recent = [p for p in (self.settings.value("recent", []) or []) if p != path]
+        recent.insert(0, path)
+        self.settings.setValue("recent", recent[:MAX_RECENT])
+        self._fill_recent()
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        recent = self.settings.value("recent", []) or []
+        if isinstance(recent, str):
+            recent = [recent]
+        for path in recent:
+            self._action(self.recent_menu, path, lambda p=path: self.open_path(p))
+        self.recent_menu.setEnabled(bool(recent))
+
+    # -- drag and drop -------------------------------------------------------------------
+    def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt API
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:  # noqa: N802
+        urls = event.mimeData().urls()
+        if urls:
+            event.acceptProposedAction()
+            self.open_path(urls[0].toLocalFile())
+
+    # -- status --------------------------------------------------------------------------
+    def _title(self) -> None:
+        data = self.state.dataset
+        self.setWindowTitle(f"dpdesk — {data.describe()}" if data is not None else "dpdesk")
+        if data is not None:
+            self.statusBar().showMessage(f"Loaded {data.describe()}. Next: ② Configure (Ctrl+2).")
+
+    def _ledger_summary(self) -> None:
+        data = self.state.dataset
+        if data is None:
+            self.ledger_label.setText("<b>Budget ledger</b><br>Import data to see the ε already spent on it.")
+            return
+        try:
+            status = Ledger.open().status(data.fingerprint)
+        except DpdeskError as error:
+            self.ledger_label.setText(f"<b>Budget ledger</b><br>{error}")
+            return
+        cap = f"of cap {status.cap:g}" if status.cap is not None else "(no cap set)"
+        self.ledger_label.setText(f"<b>Budget ledger</b><br>ε used {status.spent:.3g} {cap}")
+
+    def show_about(self) -> None:
+        QMessageBox.about(self, "About dpdesk",
+                          f"<b>dpdesk {__version__}</b><br>Publish differentially private counts of a sensitive "
+                          "dataset, offline.<br><br>Mechanisms from: Kellaris &amp; Papadopoulos (GS, VLDB 2013); "
+                          "Day &amp; Li (DPSense); Cormode, Procopiuc, Srivastava &amp; Tran (ICDT 2012); Shoaran, "
+                          "Thomo &amp; Weber (DP in Practice).")
+
+    def show_guide(self) -> None:
+        QMessageBox.information(self, "How dpdesk protects privacy",
+                                "1. Declare public facts (the bound Δ on items per person) before looking at the "
+                                "data.\n2. Compare mechanisms — preferably on a stand-in — and choose one.\n3. Release "
+                                "once with secure randomness; the budget ledger adds up every release of the same "
+                                "data.\n4. Publish the release with its public privacy report; keep the internal "
+                                "report inside your organisation.")
+
+    def closeEvent(self, event) -> None:  # noqa: N802
+        for page in (self.compare_page,):
+            if page.task is not None and page.task.running:
+                page.task.cancel()
+                page.task.wait(3000)
+        if self.state.dirty and self.state.dataset is not None:
+            answer = QMessageBox.question(self, "Save the project?",
+                                          "Save your import settings and mechanism choices as a project before quitting?",
+                                          QMessageBox.Save | QMessageBox.Discard | QMessageBox.Cancel)
+            if answer == QMessageBox.Cancel:
+                event.ignore()
+                return
+            if answer == QMessageBox.Save:
+                self.save_project()
+        event.accept()

@@ -1,0 +1,402 @@
+"""Release: one mechanism, one ε, the budget ledger, a secure run in the background, a
+preview, and the export dialog. The budget is spent (recorded) when the release is drawn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog,
+                               QFormLayout, QGroupBox, QHBoxLayout, QInputDialog, QLabel, QLineEdit, QProgressBar,
+                               QPushButton, QSplitter, QTableView, QVBoxLayout, QWidget)
+
+from .. import mechanisms as registry
+from ..errors import DpdeskError, ParameterError
+from ..evaluation.planner import odds_after
+from ..privacy.ledger import Ledger
+from ..workflow import DEFAULT_CHOSEN, INTERNAL_REPORT_FILE, REPORT_FILES, export_release, secure_release
+from .state import AppState
+from .widgets import Banner, explanation, heading, show_error
+from .workers import Task
+
+CHOICES = [
+    DEFAULT_CHOSEN,
+    "chosen after comparing mechanisms on stand-in data (no true data used)",
+    "chosen after comparing mechanisms on the true data (this choice used the data)",
+    "set by the organisation's policy",
+]
+
+
+class ArrayModel(QAbstractTableModel):
+    """Released values as a sortable table without copying them into widgets (fast for 10⁶ rows)."""
+
+    def __init__(self, labels, values, headers):
+        super().__init__()
+        self.labels = [str(x) for x in labels]
+        self.values = values
+        self.headers = headers
+
+    def rowCount(self, parent=QModelIndex()):  # noqa: N802 - Qt API
+        return 0 if parent.isValid() else len(self.labels)
+
+    def columnCount(self, parent=QModelIndex()):  # noqa: N802
+        return 0 if parent.isValid() else 1 + len(self.values)
+
+    def data(self, index, role=Qt.DisplayRole):
+        if not index.isValid():
+            return None
+        column = index.column()
+        if role == Qt.DisplayRole:
+            if column == 0:
+                return self.labels[index.row()]
+            value = float(self.values[column - 1][index.row()])
+            return f"{value:,.0f}" if value == round(value) else f"{value:,.2f}"
+        if role == Qt.UserRole:
+            return self.labels[index.row()] if column == 0 else float(self.values[column - 1][index.row()])
+        if role == Qt.TextAlignmentRole and column > 0:
+            return int(Qt.AlignRight | Qt.AlignVCenter)
+        return None
+
+    def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802
+        if role == Qt.DisplayRole and orientation == Qt.Horizontal:
+            return self.headers[section]
+        return None
+
+
+class ReleasePage(QWidget):
+    def __init__(self, state: AppState, parent=None):
+        super().__init__(parent)
+        self.state = state
+        self.task: Task | None = None
+        outer = QVBoxLayout(self)
+        outer.addWidget(heading("⑤ Release: draw the noisy counts with secure randomness"))
+        top = QHBoxLayout()
+        choose = QGroupBox("What to release")
+        form = QFormLayout(choose)
+        self.mechanism = QComboBox()
+        self.mechanism.setAccessibleName("Mechanism to release with")
+        self.epsilon = QDoubleSpinBox()
+        self.epsilon.setRange(0.001, 10)
+        self.epsilon.setDecimals(4)
+        self.epsilon.setAccessibleName("Epsilon of the release")
+        self.params = QLabel("")
+        self.params.setWordWrap(True)
+        self.chosen = QComboBox()
+        self.chosen.setEditable(True)
+        self.chosen.addItems(CHOICES)
+        self.chosen.setAccessibleName("How the mechanism was chosen (goes into the public report)")
+        self.chosen.setToolTip("Stated in the public report. Choosing by the true-data comparison is a use of the "
+                               "data; say so honestly.")
+        form.addRow("Mechanism:", self.mechanism)
+        form.addRow("ε:", self.epsilon)
+        form.addRow("Settings:", self.params)
+        form.addRow("How it was chosen:", self.chosen)
+        self.meaning = explanation("")
+        form.addRow(self.meaning)
+        top.addWidget(choose, 3)
+        budget = QGroupBox("Privacy budget ledger for this dataset")
+        budget_layout = QVBoxLayout(budget)
+        self.ledger_text = QLabel("")
+        self.ledger_text.setWordWrap(True)
+        self.ledger_text.setAccessibleName("Budget used for this dataset")
+        budget_layout.addWidget(self.ledger_text)
+        cap_row = QHBoxLayout()
+        self.cap_button = QPushButton("Set budget cap…")
+        cap_row.addWidget(self.cap_button)
+        cap_row.addStretch(1)
+        budget_layout.addLayout(cap_row)
+        self.cap_warning = Banner("", "danger")
+        self.cap_warning.setVisible(False)
+        budget_layout.addWidget(self.cap_warning)
+        self.override = QCheckBox("Release anyway, above the cap (the override is recorded in the ledger)")
+        self.override.setVisible(False)
+        budget_layout.addWidget(self.override)
+        top.addWidget(budget, 2)
+        outer.addLayout(top)
+        outer.addWidget(Banner("Pressing <b>Run release</b> draws secure random noise and records the release in the "
+                               "budget ledger: its ε counts against this dataset from then on, even if you never "
+                               "export it. Look at results on the Compare page, not by re-running releases.", "info"))
+        run_row = QHBoxLayout()
+        self.run_button = QPushButton("Run release (secure) ▶")
+        self.run_button.setAccessibleName("Run the release with secure randomness")
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setAccessibleName("Release progress")
+        self.export_button = QPushButton("Export…")
+        self.export_button.setEnabled(False)
+        self.export_button.setAccessibleName("Export the release and reports")
+        run_row.addWidget(self.run_button)
+        run_row.addWidget(self.progress, 1)
+        run_row.addWidget(self.export_button)
+        outer.addLayout(run_row)
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        outer.addWidget(self.status)
+        self.placeholder = explanation("The released counts will appear here — as a table you can sort and as a "
+                                       "histogram — after <b>Run release</b>. Then use <b>Export…</b> to write the "
+                                       "files and the privacy report.")
+        outer.addWidget(self.placeholder)
+        preview = QSplitter(Qt.Horizontal)
+        self.preview = preview
+        self.table = QTableView()
+        self.table.setSortingEnabled(True)
+        self.table.setAccessibleName("Released noisy counts")
+        preview.addWidget(self.table)
+        self.histogram = pg.PlotWidget()
+        self.histogram.setLabel("bottom", "released count")
+        self.histogram.setLabel("left", "items")
+        self.histogram.setAccessibleName("Histogram of the released counts")
+        preview.addWidget(self.histogram)
+        outer.addWidget(preview, 1)
+        preview.setVisible(False)
+        self.mechanism.currentIndexChanged.connect(self.refresh)
+        self.epsilon.valueChanged.connect(self.refresh)
+        self.run_button.clicked.connect(self.run)
+        self.export_button.clicked.connect(self.export)
+        self.cap_button.clicked.connect(self.set_cap)
+        self.override.toggled.connect(self.refresh)
+        state.config_changed.connect(self.rebuild)
+        state.dataset_changed.connect(self.rebuild)
+        state.epsilon_changed.connect(lambda e: self.epsilon.setValue(e))
+        state.release_changed.connect(self._show_release)
+        self.epsilon.setValue(state.epsilon)
+        self.rebuild()
+
+    # -- choices -------------------------------------------------------------------------
+    def rebuild(self) -> None:
+        current = self.mechanism.currentData() or self.state.release_choice.get("mechanism")
+        self.mechanism.blockSignals(True)
+        self.mechanism.clear()
+        for configuration in self.state.enabled():
+            mechanism = registry.get(configuration.mechanism)
+            if mechanism.releasable:
+                self.mechanism.addItem(f"{mechanism.name} [{mechanism.id}]", mechanism.id)
+        index = self.mechanism.findData(current)
+        self.mechanism.setCurrentIndex(max(index, 0))
+        self.mechanism.blockSignals(False)
+        self.refresh()
+
+    def _ledger(self) -> Ledger:
+        return Ledger.open()
+
+    def refresh(self) -> None:
+        data = self.state.dataset
+        mechanism_id = self.mechanism.currentData()
+        epsilon = self.epsilon.value()
+        probability, _ = odds_after(epsilon)
+        self.meaning.setText(f"At ε = {epsilon:.4g}, a 50/50 guess about whether a person is in the data can "
+                             f"become at most {probability:.0%} after seeing the release.")
+        ready = data is not None and mechanism_id is not None
+        if mechanism_id:
+            params = self.state.params_for(mechanism_id)
+            self.params.setText(", ".join(f"{k} = {v}" for k, v in params.items()) or "defaults")
+        else:
+            self.params.setText("Tick a mechanism on the Configure page.")
+        if data is None:
+            self.ledger_text.setText("Import data first.")
+            self.run_button.setEnabled(False)
+            return
+        try:
+            status = self._ledger().status(data.fingerprint)
+        except DpdeskError as error:
+            self.ledger_text.setText(f"The ledger cannot be read: {error}")
+            self.run_button.setEnabled(False)
+            return
+        cap = "no cap set" if status.cap is None else f"cap ε = {status.cap:g}"
+        after = status.spent + epsilon
+        self.ledger_text.setText(f"<b>{data.name}</b>: ε = {status.spent:.4g} spent so far ({cap}).<br>"
+                                 f"This release adds ε = {epsilon:.4g} → total <b>{after:.4g}</b> "
+                                 "(sequential composition: releases of the same data add up).")
+        exceeds = status.cap is not None and after > status.cap + 1e-12
+        self.cap_warning.setVisible(exceeds)
+        self.override.setVisible(exceeds)
+        if exceeds:
+            self.cap_warning.setText(f"This release would take the total to ε = {after:.4g}, above the cap of "
+                                     f"{status.cap:g}. It will be refused unless you override the cap.")
+        self.run_button.setEnabled(ready and (not exceeds or self.override.isChecked())
+                                   and not (self.task is not None and self.task.running))
+
+    def set_cap(self) -> None:
+        data = self.state.dataset
+        if data is None:
+            return
+        value, ok = QInputDialog.getDouble(self, "Budget cap", f"Largest total ε for {data.name} (0 removes the cap):",
+                                           1.0, 0.0, 100.0, 4)
+        if ok:
+            try:
+                self._ledger().set_cap(data.fingerprint, value if value > 0 else None)
+            except DpdeskError as error:
+                show_error(self, error)
+            self.state.ledger_changed.emit()
+            self.refresh()
+
+    # -- running -------------------------------------------------------------------------
+    def run(self) -> None:
+        data = self.state.dataset
+        mechanism_id = self.mechanism.currentData()
+        if data is None or mechanism_id is None:
+            return
+        params = self.state.params_for(mechanism_id)
+        epsilon = self.epsilon.value()
+        chosen = self.chosen.currentText().strip() or DEFAULT_CHOSEN
+        self.state.release_choice = {"mechanism": mechanism_id, "epsilon": epsilon, "params": params,
+                                     "chosen_how": chosen}
+        self.task = Task(secure_release, data, mechanism_id, epsilon, params, chosen_how=chosen,
+                         override_cap=self.override.isChecked(), parent=self)
+        self.task.progress.connect(lambda f, m: (self.progress.setValue(int(f * 1000)), self.status.setText(m)))
+        self.task.succeeded.connect(self._released)
+        self.task.failed.connect(self._failed)
+        self.task.finished.connect(self.refresh)
+        self.run_button.setEnabled(False)
+        self.status.setText("Running with secure randomness…")
+        self.task.start()
+
+    def _failed(self, error, details: str) -> None:
+        self.progress.setValue(0)
+        self.status.setText("The release was not made.")
+        show_error(self, error, details)
+
+    def _released(self, result) -> None:
+        release, files = result
+        self.progress.setValue(1000)
+        self.state.set_release(release, files)
+
+    def _show_release(self) -> None:
+        release = self.state.release
+        self.export_button.setEnabled(release is not None)
+        self.preview.setVisible(release is not None)
+        self.placeholder.setVisible(release is None)
+        self.histogram.clear()
+        if release is None:
+            self.table.setModel(None)
+            return
+        entry = release.report.get("ledger_entry")
+        self.status.setText(f"Released with {release.mechanism} at ε = {release.epsilon:.4g} "
+                            f"({release.randomness}); recorded in the ledger as entry #{entry}. "
+                            "Check the preview, then export.")
+        if release.values is not None:
+            values = np.asarray(release.values, dtype=float)
+            model = ArrayModel(release.labels, [values], ["item", "released count"])
+        else:
+            cells = release.cells
+            labels = cells.info.get("labels") or [str(i) for i in cells.indices]
+            columns = [cells.values] + ([cells.weights] if cells.weights is not None else [])
+            model = ArrayModel(labels, columns, ["cell", "released value"] + (["weight"] if cells.weights is not None
+                                                                              else []))
+            values = np.asarray(cells.values, dtype=float)
+        proxy = QSortFilterProxyModel(self)
+        proxy.setSourceModel(model)
+        proxy.setSortRole(Qt.UserRole)
+        self.table.setModel(proxy)
+        self.table.resizeColumnsToContents()
+        if values.size:
+            counts, edges = np.histogram(values, bins=min(60, max(5, int(np.sqrt(values.size)))))
+            self.histogram.addItem(pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=counts, brush="#009E73"))
+
+    def export(self) -> None:
+        if self.state.release is None:
+            return
+        dialog = ExportDialog(self.state, self)
+        dialog.exec()
+
+
+class ExportDialog(QDialog):
+    """Where and what to write; says what each file contains."""
+
+    def __init__(self, state: AppState, parent=None):
+        super().__init__(parent)
+        self.state = state
+        self.task: Task | None = None
+        self.written: list[Path] = []
+        self.setWindowTitle("Export the release")
+        self.setMinimumWidth(640)
+        layout = QVBoxLayout(self)
+        row = QHBoxLayout()
+        self.folder = QLineEdit(str(Path.home() / f"{state.dataset.name}-release"))
+        self.folder.setAccessibleName("Destination folder")
+        browse = QPushButton("Browse…")
+        row.addWidget(QLabel("Folder:"))
+        row.addWidget(self.folder, 1)
+        row.addWidget(browse)
+        layout.addLayout(row)
+        files = QGroupBox("Release files (public: the noisy counts and the public metadata)")
+        files_layout = QVBoxLayout(files)
+        self.csv = QCheckBox("CSV — release.csv: one line per item with its noisy count")
+        self.parquet = QCheckBox("Parquet — release.parquet: the same table for analysis tools")
+        self.json = QCheckBox("JSON — release.json: the noisy counts with the public metadata (mechanism, ε, split)")
+        self.csv.setChecked(True)
+        self.json.setChecked(True)
+        for box in (self.csv, self.parquet, self.json):
+            files_layout.addWidget(box)
+        layout.addWidget(files)
+        reports = QGroupBox("Privacy report (public: contains no value computed from the true data)")
+        reports_layout = QVBoxLayout(reports)
+        self.html = QCheckBox("HTML — privacy-report.html: mechanism, ε and its split, what was treated as public, "
+                              "the guarantee in plain words and the error to expect")
+        self.pdf = QCheckBox("PDF — privacy-report.pdf: the same report for printing")
+        self.html.setChecked(True)
+        self.pdf.setChecked(True)
+        for box in (self.html, self.pdf):
+            box.setStyleSheet("QCheckBox { }")
+            reports_layout.addWidget(box)
+        layout.addWidget(reports)
+        internal = QGroupBox("Internal report (NOT for publication)")
+        internal_layout = QVBoxLayout(internal)
+        self.internal = QCheckBox(f"{INTERNAL_REPORT_FILE}: true-data summary, truncation counts, realised errors "
+                                  "and the comparison results — keep it inside your organisation")
+        internal_layout.addWidget(self.internal)
+        layout.addWidget(internal)
+        self.overwrite = QCheckBox("Replace files that already exist in this folder")
+        layout.addWidget(self.overwrite)
+        self.message = Banner("", "info")
+        self.message.setVisible(False)
+        layout.addWidget(self.message)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setVisible(False)
+        layout.addWidget(self.progress)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        self.export_button = self.buttons.addButton("Export", QDialogButtonBox.AcceptRole)
+        self.export_button.setDefault(True)
+        layout.addWidget(self.buttons)
+        browse.clicked.connect(self._browse)
+        self.export_button.clicked.connect(self.start)
+        self.buttons.rejected.connect(self.reject)
+        for box in (self.csv, self.parquet, self.json, self.html, self.pdf, self.internal):
+            box.setAccessibleName(box.text().split(" — ")[0].split(":")[0])
+
+    def _browse(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Choose the destination folder", self.folder.text())
+        if folder:
+            self.folder.setText(folder)
+
+    def options(self) -> dict:
+        formats = [f for f, box in (("csv", self.csv), ("parquet", self.parquet), ("json", self.json)) if box.isChecked()]
+        reports = [r for r, box in (("html", self.html), ("pdf", self.pdf)) if box.isChecked()]
+        return {"formats": formats, "reports": reports, "internal_report": self.internal.isChecked(),
+                "force": self.overwrite.isChecked()}
+
+    def start(self) -> None:
+        options = self.options()
+        if not options["formats"]:
+            show_error(self, ParameterError("Tick at least one release file (CSV, Parquet or JSON)."))
+            return
+        comparison = self.state.comparison if not self.state.comparison_on_standin else None
+        self.task = Task(export_release, self.state.release, self.state.dataset, Path(self.folder.text()),
+                         comparison=comparison, files=self.state.release_files, parent=self, **options)
+        self.task.progress.connect(lambda f, m: self.progress.setValue(int(f * 1000)))
+        self.task.succeeded.connect(self._done)
+        self.task.failed.connect(lambda error, details: (show_error(self, error, details),
+                                                          self.export_button.setEnabled(True)))
+        self.progress.setVisible(True)
+        self.export_button.setEnabled(False)
+        self.task.start()
+
+    def _done(self, paths) -> None:
+        self.written = list(paths)
+        self.message.set_kind("ok")
+        self.message.setText("Written:<br>" + "<br>".join(str(p) for p in self.written))
+        self.message.setVisible(True)
+        self.progress.setValue(1000)

@@ -1,0 +1,152 @@
+"""The session the window shows: dataset, configurations, results. Plain data plus signals.
+
+Pages read and change the state; they listen to its signals instead of to each other.
+It converts to and from a :class:`dpdesk.project.Project` for saving.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from PySide6.QtCore import QObject, Signal
+
+from .. import mechanisms as registry
+from ..project import Project
+
+
+@dataclass
+class Configuration:
+    """One mechanism with its parameter values (without the shared declared bound)."""
+
+    mechanism: str
+    params: dict = field(default_factory=dict)
+    enabled: bool = True
+
+
+class AppState(QObject):
+    dataset_changed = Signal()
+    config_changed = Signal()
+    epsilon_changed = Signal(float)
+    comparison_changed = Signal()
+    release_changed = Signal()
+    ledger_changed = Signal()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dataset = None
+        self.import_settings: dict = {}
+        self.configurations: dict[str, Configuration] = {}
+        self.bound: int | None = None
+        self.epsilon: float = math.log(2)
+        self.compare_settings: dict = {"epsilons": [0.1, 0.4, math.log(2), 1.1, 2.0], "repeats": 10, "seed": 1}
+        self.comparison = None
+        self.comparison_dataset = None  # the data the comparison ran on (true data or a stand-in)
+        self.comparison_on_standin = False
+        self.release = None
+        self.release_files: dict = {}
+        self.release_choice: dict = {}
+        self.project_path = None
+        self.dirty = False
+
+    # -- dataset -----------------------------------------------------------------------
+    def set_dataset(self, dataset, settings: dict) -> None:
+        self.dataset = dataset
+        self.import_settings = dict(settings)
+        self.comparison = None
+        self.comparison_dataset = None
+        self.release = None
+        self.release_files = {}
+        kind = dataset.kind
+        self.configurations = {m.id: c for m, c in ((registry.get(k), c) for k, c in self.configurations.items())
+                               if m.data_kind == kind}
+        if not self.configurations:
+            defaults = ["lpa", "gs", "dpsense-s"] if kind == "incidence" else ["geometric", "filter2", "filter-priority"]
+            for mechanism_id in defaults:
+                try:
+                    registry.get(mechanism_id)
+                except Exception:  # noqa: BLE001 - a family that is not installed
+                    continue
+                self.configurations[mechanism_id] = Configuration(mechanism_id)
+        self.dirty = True
+        self.dataset_changed.emit()
+        self.config_changed.emit()
+        self.comparison_changed.emit()
+        self.release_changed.emit()
+
+    # -- configuration -----------------------------------------------------------------
+    def enabled(self) -> list[Configuration]:
+        return [c for c in self.configurations.values() if c.enabled]
+
+    def params_for(self, mechanism_id: str) -> dict:
+        """A configuration's parameters plus the shared declared bound where the mechanism takes one."""
+        mechanism = registry.get(mechanism_id)
+        params = dict(self.configurations.get(mechanism_id, Configuration(mechanism_id)).params)
+        names = {p.name for p in mechanism.params}
+        if "bound" in names and self.bound is not None:
+            params["bound"] = self.bound
+        return {k: v for k, v in params.items() if k in names and v is not None and v != ""}
+
+    def set_configuration(self, mechanism_id: str, enabled: bool | None = None, **params) -> None:
+        configuration = self.configurations.setdefault(mechanism_id, Configuration(mechanism_id, enabled=False))
+        if enabled is not None:
+            configuration.enabled = enabled
+        configuration.params.update(params)
+        self.dirty = True
+        self.config_changed.emit()
+
+    def set_bound(self, bound: int | None) -> None:
+        self.bound = bound
+        self.dirty = True
+        self.config_changed.emit()
+
+    def set_epsilon(self, epsilon: float) -> None:
+        if abs(epsilon - self.epsilon) > 1e-12:
+            self.epsilon = float(epsilon)
+            self.dirty = True
+            self.epsilon_changed.emit(self.epsilon)
+
+    # -- results -----------------------------------------------------------------------
+    def set_comparison(self, comparison, dataset, on_standin: bool) -> None:
+        self.comparison = comparison
+        self.comparison_dataset = dataset
+        self.comparison_on_standin = on_standin
+        self.comparison_changed.emit()
+
+    def set_release(self, release, files: dict) -> None:
+        self.release = release
+        self.release_files = files
+        self.release_changed.emit()
+        self.ledger_changed.emit()
+
+    # -- projects ----------------------------------------------------------------------
+    def to_project(self) -> Project:
+        data = {}
+        if self.import_settings.get("path"):
+            options = {k: v for k, v in self.import_settings.items() if k not in ("path", "format")}
+            data = {"path": self.import_settings["path"], "format": self.import_settings.get("format", "auto"),
+                    "options": options}
+        mechanisms = [{"mechanism": c.mechanism, "params": self.params_for(c.mechanism), "enabled": c.enabled}
+                      for c in self.configurations.values()]
+        compare = dict(self.compare_settings)
+        compare["epsilon"] = self.epsilon
+        compare["bound"] = self.bound
+        return Project(data=data, mechanisms=mechanisms, compare=compare, release=dict(self.release_choice))
+
+    def apply_project(self, project: Project) -> None:
+        self.configurations = {}
+        for item in project.mechanisms:
+            params = dict(item.get("params") or {})
+            params.pop("bound", None)
+            self.configurations[item["mechanism"]] = Configuration(item["mechanism"], params,
+                                                                   bool(item.get("enabled", True)))
+        compare = dict(project.compare)
+        self.epsilon = float(compare.pop("epsilon", self.epsilon))
+        bound = compare.pop("bound", None)
+        self.bound = int(bound) if bound is not None else None
+        self.compare_settings.update({k: v for k, v in compare.items() if k in ("epsilons", "repeats", "seed")})
+        self.release_choice = dict(project.release)
+        self.project_path = project.path
+        self.dirty = False
+        self.config_changed.emit()
+        self.epsilon_changed.emit(self.epsilon)

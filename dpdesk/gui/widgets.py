@@ -1,0 +1,277 @@
+"""Small shared widgets: banners, plot panels with captions/export/number tables, dialogs."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+import pyqtgraph.exporters  # noqa: F401  (registers the exporters)
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor, QFont
+from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton,
+                               QSizePolicy, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+
+from ..errors import DpdeskError
+from ..paths import user_data_dir
+
+# Okabe–Ito: distinguishable with every common form of colour blindness
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
+DASHES = [Qt.SolidLine, Qt.DashLine, Qt.DotLine, Qt.DashDotLine, Qt.DashDotDotLine]
+
+pg.setConfigOptions(antialias=True, background="w", foreground="#222222")
+
+log = logging.getLogger("dpdesk.gui")
+
+
+def colour(index: int) -> str:
+    return PALETTE[index % len(PALETTE)]
+
+
+def pen(index: int, width: float = 2.0):
+    return pg.mkPen(colour(index), width=width, style=DASHES[index % len(DASHES)])
+
+
+class Banner(QLabel):
+    """A coloured strip with an important sentence (e.g. "these plots use the true data")."""
+
+    STYLES = {
+        "warning": "background:#FFF4D6; border:1px solid #E6B800; color:#4D3B00;",
+        "info": "background:#E8F1FA; border:1px solid #7FA7D1; color:#0B2A4A;",
+        "danger": "background:#FBE3E3; border:1px solid #C94B4B; color:#5A0B0B;",
+        "ok": "background:#E5F5EC; border:1px solid #4CA773; color:#0D3B22;",
+    }
+
+    def __init__(self, text: str = "", kind: str = "warning", parent=None):
+        super().__init__(text, parent)
+        self.setWordWrap(True)
+        self.setTextFormat(Qt.RichText)
+        self.set_kind(kind)
+        self.setAccessibleName("Notice")
+
+    def set_kind(self, kind: str) -> None:
+        self.setStyleSheet(f"QLabel {{{self.STYLES[kind]} border-radius:4px; padding:8px;}}")
+
+
+def heading(text: str, level: int = 1) -> QLabel:
+    label = QLabel(text)
+    font = label.font()
+    font.setPointSizeF(font.pointSizeF() * (1.5 if level == 1 else 1.2))
+    font.setBold(True)
+    label.setFont(font)
+    label.setAccessibleName(text)
+    return label
+
+
+def explanation(text: str) -> QLabel:
+    label = QLabel(text)
+    label.setWordWrap(True)
+    label.setTextFormat(Qt.RichText)
+    label.setStyleSheet("color:#333333;")
+    label.setOpenExternalLinks(False)
+    return label
+
+
+def internal_badge() -> QLabel:
+    badge = QLabel("INTERNAL — true data, not for publication")
+    badge.setStyleSheet("QLabel {background:#C94B4B; color:white; font-weight:bold; padding:2px 6px;"
+                        " border-radius:3px;}")
+    badge.setAccessibleName("Internal information: true data, not for publication")
+    badge.setSizePolicy(QSizePolicy.Maximum, QSizePolicy.Fixed)
+    return badge
+
+
+def fill_table(table: QTableWidget, headers: list[str], rows: list[list]) -> None:
+    table.clear()
+    table.setColumnCount(len(headers))
+    table.setRowCount(len(rows))
+    table.setHorizontalHeaderLabels(headers)
+    for r, row in enumerate(rows):
+        for c, value in enumerate(row):
+            text = _fmt(value)
+            item = QTableWidgetItem(text)
+            if isinstance(value, (int, float, np.integer, np.floating)):
+                item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                item.setData(Qt.UserRole, float(value))
+            table.setItem(r, c, item)
+    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+
+
+def _fmt(value) -> str:
+    if isinstance(value, (float, np.floating)):
+        if not np.isfinite(value):
+            return "—"
+        if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-3):
+            return f"{value:.3g}"
+        return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.1f}"
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    return str(value)
+
+
+class PlotPanel(QFrame):
+    """A titled pyqtgraph plot with a plain-words caption, hover read-out, PNG/SVG export and
+    a table of the plotted numbers (for screen readers and for copying)."""
+
+    exported = Signal(str)
+
+    def __init__(self, title: str, caption: str = "", x_label: str = "", y_label: str = "", parent=None):
+        super().__init__(parent)
+        self.setFrameShape(QFrame.StyledPanel)
+        self.title = title
+        layout = QVBoxLayout(self)
+        top = QHBoxLayout()
+        self.title_label = heading(title, 2)
+        top.addWidget(self.title_label)
+        top.addStretch(1)
+        self.table_button = QPushButton("Numbers")
+        self.table_button.setCheckable(True)
+        self.table_button.setAccessibleName(f"Show the numbers of the plot {title}")
+        self.png_button = QPushButton("Save PNG…")
+        self.svg_button = QPushButton("Save SVG…")
+        self.png_button.setAccessibleName(f"Save the plot {title} as a PNG image")
+        self.svg_button.setAccessibleName(f"Save the plot {title} as an SVG drawing")
+        for button in (self.table_button, self.png_button, self.svg_button):
+            top.addWidget(button)
+        layout.addLayout(top)
+        self.plot = pg.PlotWidget()
+        self.plot.setAccessibleName(f"Plot: {title}")
+        self.plot.setMinimumHeight(220)
+        self.plot.showGrid(x=True, y=True, alpha=0.25)
+        self.legend = self.plot.addLegend(offset=(-10, 10))
+        if x_label:
+            self.plot.setLabel("bottom", x_label)
+        if y_label:
+            self.plot.setLabel("left", y_label)
+        layout.addWidget(self.plot, 1)
+        self.readout = QLabel(" ")
+        self.readout.setStyleSheet("color:#555555;")
+        self.readout.setAccessibleName("Value under the mouse pointer")
+        layout.addWidget(self.readout)
+        self.caption = explanation(caption)
+        layout.addWidget(self.caption)
+        self.table = QTableWidget()
+        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.setVisible(False)
+        self.table.setMinimumHeight(160)
+        self.table.setAccessibleName(f"Numbers of the plot {title}")
+        layout.addWidget(self.table, 1)
+        self.table_button.toggled.connect(self._toggle_table)
+        self.png_button.clicked.connect(lambda: self.export_dialog("png"))
+        self.svg_button.clicked.connect(lambda: self.export_dialog("svg"))
+        self._series: list[tuple[str, np.ndarray, np.ndarray]] = []
+        self._proxy = pg.SignalProxy(self.plot.scene().sigMouseMoved, rateLimit=30, slot=self._hover)
+
+    # -- content -------------------------------------------------------------------------
+    def clear(self) -> None:
+        self.plot.clear()
+        self.legend.clear()
+        self._series = []
+        self.readout.setText(" ")
+
+    def add_series(self, name: str, x, y, index: int, *, symbol: str | None = "o", band=None, line: bool = True):
+        """A curve (with optional 95% band ``(low, high)``) remembered for hover and the table."""
+        x = np.asarray(x, dtype=float)
+        y = np.asarray(y, dtype=float)
+        if band is not None:
+            low, high = (np.asarray(b, dtype=float) for b in band)
+            ok = np.isfinite(low) & np.isfinite(high)
+            if ok.sum() >= 2:
+                fill = QColor(colour(index))
+                fill.setAlpha(50)
+                lower = pg.PlotDataItem(x[ok], low[ok], pen=pg.mkPen(None))
+                upper = pg.PlotDataItem(x[ok], high[ok], pen=pg.mkPen(None))
+                self.plot.addItem(lower)
+                self.plot.addItem(upper)
+                self.plot.addItem(pg.FillBetweenItem(lower, upper, brush=pg.mkBrush(fill)))
+        item = self.plot.plot(x, y, pen=pen(index) if line else None, name=name, symbol=symbol, symbolSize=6,
+                              symbolBrush=colour(index), symbolPen=pg.mkPen(colour(index)))
+        self._series.append((name, x, y))
+        return item
+
+    def set_caption(self, text: str) -> None:
+        self.caption.setText(text)
+
+    def set_table(self, headers: list[str], rows: list[list]) -> None:
+        fill_table(self.table, headers, rows)
+
+    def series_table(self) -> tuple[list[str], list[list]]:
+        rows = [[name, x, y] for name, xs, ys in self._series for x, y in zip(xs, ys)]
+        return ["series", self.plot.getAxis("bottom").labelText or "x", self.plot.getAxis("left").labelText or "y"], rows
+
+    def _toggle_table(self, shown: bool) -> None:
+        if shown and self.table.rowCount() == 0 and self._series:
+            self.set_table(*self.series_table())
+        self.table.setVisible(shown)
+        self.table_button.setText("Hide numbers" if shown else "Numbers")
+
+    # -- hover ---------------------------------------------------------------------------
+    def _hover(self, event) -> None:
+        position = event[0]
+        if not self.plot.sceneBoundingRect().contains(position) or not self._series:
+            return
+        point = self.plot.getPlotItem().vb.mapSceneToView(position)
+        log_x, log_y = self.plot.getPlotItem().ctrl.logXCheck.isChecked(), self.plot.getPlotItem().ctrl.logYCheck.isChecked()
+        best = None
+        for name, xs, ys in self._series:
+            if xs.size == 0:
+                continue
+            vx = np.log10(np.maximum(xs, 1e-300)) if log_x else xs
+            vy = np.log10(np.maximum(ys, 1e-300)) if log_y else ys
+            rx = self.plot.getPlotItem().vb.viewRange()
+            sx = max(rx[0][1] - rx[0][0], 1e-12)
+            sy = max(rx[1][1] - rx[1][0], 1e-12)
+            distance = ((vx - point.x()) / sx) ** 2 + ((vy - point.y()) / sy) ** 2
+            k = int(np.nanargmin(distance))
+            if best is None or distance[k] < best[0]:
+                best = (distance[k], name, xs[k], ys[k])
+        if best is not None:
+            self.readout.setText(f"{best[1]}: {_fmt(best[2])} → {_fmt(best[3])}")
+
+    # -- export --------------------------------------------------------------------------
+    def export(self, path: str | Path) -> Path:
+        path = Path(path)
+        item = self.plot.getPlotItem()
+        if path.suffix.lower() == ".svg":
+            exporter = pg.exporters.SVGExporter(item)
+        else:
+            exporter = pg.exporters.ImageExporter(item)
+            exporter.parameters()["width"] = max(800, int(self.plot.width() * 2))
+        exporter.export(str(path))
+        self.exported.emit(str(path))
+        return path
+
+    def export_dialog(self, kind: str) -> None:
+        suggested = str(Path.home() / f"{self.title.lower().replace(' ', '-')}.{kind}")
+        path, _ = QFileDialog.getSaveFileName(self, f"Export {self.title}", suggested,
+                                              "PNG image (*.png)" if kind == "png" else "SVG drawing (*.svg)")
+        if path:
+            try:
+                self.export(path)
+            except Exception as error:  # noqa: BLE001
+                show_error(self, error)
+
+
+def show_error(parent, error: BaseException, details: str = "") -> None:
+    """A plain-language dialog; unexpected errors are logged with their traceback."""
+    if isinstance(error, DpdeskError):
+        QMessageBox.warning(parent, error.title, f"{error}\n\nPlease correct this and try again.")
+        return
+    log_path = user_data_dir() / "dpdesk.log"
+    log.error("unexpected error: %s\n%s", error, details)
+    box = QMessageBox(QMessageBox.Critical, "Something went wrong",
+                      "dpdesk hit an unexpected problem. Your work is still open and nothing was published.\n\n"
+                      f"What happened: {type(error).__name__}: {error}\n\n"
+                      f"Details were written to {log_path}. Please send that file to your support contact.",
+                      parent=parent)
+    if details:
+        box.setDetailedText(details)
+    box.exec()
+
+
+def bold(widget: QWidget) -> QWidget:
+    font: QFont = widget.font()
+    font.setBold(True)
+    widget.setFont(font)
+    return widget

@@ -1,0 +1,453 @@
+"""The import wizard: choose a file → format and options with a live preview → map columns →
+load in the background and check, with a summary of the (internal) figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QCheckBox, QComboBox, QFileDialog, QFormLayout,
+                               QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QProgressBar,
+                               QPushButton, QRadioButton, QStackedWidget, QTableWidget, QVBoxLayout, QWidget,
+                               QWizard, QWizardPage)
+
+from ..data import load
+from ..data.detect import DELIMITER_NAMES, FORMATS, preview, sniff
+from ..data.textio import read_raw
+from ..errors import DpdeskError
+from ..paths import sample_path
+from .widgets import Banner, explanation, fill_table, internal_badge
+from .workers import Task
+
+FORMAT_NAMES = {
+    "transactions": "Transactions — one person per line, items separated by spaces or commas",
+    "pairs": "Pairs — one line per (person, item), e.g. user,movie",
+    "matrix": "Matrix — one row per person, one 0/1 column per item",
+    "records": "Records — one row per person with attributes (e.g. census microdata)",
+    "cells": "Count table — attribute columns and a count column",
+}
+DELIMITERS = [(",", "Comma ,"), ("\t", "Tab"), (";", "Semicolon ;"), ("|", "Pipe |"), (None, "Spaces")]
+ENCODINGS = [("auto", "Detect automatically"), ("utf-8", "UTF-8"), ("utf-8-sig", "UTF-8 with BOM"),
+             ("latin-1", "Latin-1 (ISO-8859-1)"), ("cp1252", "Windows-1252")]
+FILE_FILTER = ("Data files (*.dat *.csv *.tsv *.txt *.data *.parquet *.gz);;All files (*)")
+
+
+class FilePage(QWizardPage):
+    def __init__(self, wizard: "ImportWizard"):
+        super().__init__()
+        self.owner = wizard
+        self.setTitle("Choose the data file")
+        self.setSubTitle("Pick the file that holds the sensitive data. It stays on this computer.")
+        layout = QVBoxLayout(self)
+        row = QHBoxLayout()
+        self.path = QLineEdit()
+        self.path.setPlaceholderText("Path of a data file (.dat, .csv, .tsv, .parquet, possibly .gz)")
+        self.path.setAccessibleName("Data file path")
+        browse = QPushButton("Browse…")
+        browse.setAccessibleName("Browse for a data file")
+        row.addWidget(self.path, 1)
+        row.addWidget(browse)
+        layout.addLayout(row)
+        sample = QPushButton("Use the sample dataset (Groceries: 9,835 baskets)")
+        sample.setAccessibleName("Use the bundled sample dataset")
+        layout.addWidget(sample, 0, Qt.AlignLeft)
+        layout.addWidget(explanation(
+            "dpdesk reads <b>transaction files</b> (one person per line, e.g. <i>retail.dat</i>), <b>pairs</b> "
+            "(person, item), <b>0/1 matrices</b>, <b>records</b> (one row per person with attributes, e.g. "
+            "census microdata) and <b>count tables</b>. Compressed <i>.gz</i> files are fine."))
+        self.problem = Banner("", "danger")
+        self.problem.setVisible(False)
+        layout.addWidget(self.problem)
+        layout.addStretch(1)
+        browse.clicked.connect(self._browse)
+        sample.clicked.connect(lambda: self.path.setText(str(sample_path())))
+        self.path.textChanged.connect(self._changed)
+        self.registerField("path*", self.path)
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Choose a data file", str(Path.home()), FILE_FILTER)
+        if path:
+            self.path.setText(path)
+
+    def _changed(self) -> None:
+        self.problem.setVisible(False)
+        self.completeChanged.emit()
+
+    def isComplete(self) -> bool:
+        return bool(self.path.text().strip())
+
+    def validatePage(self) -> bool:
+        path = Path(self.path.text().strip()).expanduser()
+        try:
+            raw = read_raw(path)
+            sniffed = sniff(path, raw=raw)
+        except DpdeskError as error:
+            self.problem.setText(str(error))
+            self.problem.setVisible(True)
+            return False
+        self.owner.raw, self.owner.sniffed, self.owner.path = raw, sniffed, path
+        return True
+
+
+class FormatPage(QWizardPage):
+    def __init__(self, wizard: "ImportWizard"):
+        super().__init__()
+        self.owner = wizard
+        self.setTitle("How is the file laid out?")
+        self.setSubTitle("dpdesk has guessed; check the preview and correct anything that looks wrong.")
+        layout = QVBoxLayout(self)
+        form = QFormLayout()
+        self.format = QComboBox()
+        for fmt in FORMATS:
+            self.format.addItem(FORMAT_NAMES[fmt], fmt)
+        self.delimiter = QComboBox()
+        for value, label in DELIMITERS:
+            self.delimiter.addItem(label, value)
+        self.header = QCheckBox("The first line holds column names")
+        self.encoding = QComboBox()
+        for value, label in ENCODINGS:
+            self.encoding.addItem(label, value)
+        form.addRow("Layout:", self.format)
+        form.addRow("Separator:", self.delimiter)
+        form.addRow("", self.header)
+        form.addRow("Text encoding:", self.encoding)
+        for widget, name in ((self.format, "File layout"), (self.delimiter, "Field separator"),
+                             (self.header, "Header line"), (self.encoding, "Text encoding")):
+            widget.setAccessibleName(name)
+        layout.addLayout(form)
+        self.detected = explanation("")
+        layout.addWidget(self.detected)
+        layout.addWidget(QLabel("Preview of the first lines as they will be read:"))
+        self.table = QTableWidget()
+        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.setAccessibleName("Preview of the file")
+        layout.addWidget(self.table, 1)
+        for signal in (self.format.currentIndexChanged, self.delimiter.currentIndexChanged,
+                       self.encoding.currentIndexChanged):
+            signal.connect(self.refresh)
+        self.header.toggled.connect(self.refresh)
+
+    def initializePage(self) -> None:
+        sniffed = self.owner.sniffed
+        self._set(self.format, sniffed.format)
+        self._set(self.delimiter, sniffed.delimiter)
+        self.header.setChecked(sniffed.header)
+        self._set(self.encoding, "auto")
+        self.detected.setText(f"Detected: <b>{sniffed.describe()}</b>; separator: "
+                              f"{DELIMITER_NAMES.get(sniffed.delimiter, repr(sniffed.delimiter))}; "
+                              f"header: {'yes' if sniffed.header else 'no'}; encoding: {sniffed.encoding}.")
+        parquet = sniffed.parquet
+        for widget in (self.delimiter, self.header, self.encoding):
+            widget.setEnabled(not parquet)
+        self.refresh()
+
+    @staticmethod
+    def _set(combo: QComboBox, value) -> None:
+        index = combo.findData(value)
+        if index >= 0:
+            combo.setCurrentIndex(index)
+
+    def settings(self) -> dict:
+        return {"format": self.format.currentData(), "delimiter": self.delimiter.currentData(),
+                "header": self.header.isChecked(), "encoding": self.encoding.currentData()}
+
+    def refresh(self) -> None:
+        if self.owner.raw is None:
+            return
+        s = self.settings()
+        sniffed = self.owner.sniffed
+        encoding = sniffed.encoding if s["encoding"] == "auto" else s["encoding"]
+        delimiter = s["delimiter"]
+        header = s["header"] and s["format"] != "transactions"
+        columns, rows = preview(self.owner.raw, delimiter=delimiter, header=header, encoding=encoding,
+                                parquet=sniffed.parquet)
+        if s["format"] == "transactions":
+            columns = [f"item {k + 1}" for k in range(max((len(r) for r in rows), default=0))]
+        fill_table(self.table, columns, [[*r, *[""] * (len(columns) - len(r))] for r in rows])
+        self.owner.columns = columns
+
+
+class MappingPage(QWizardPage):
+    """Which column is what: person/item/value, id column, attributes, count."""
+
+    def __init__(self, wizard: "ImportWizard"):
+        super().__init__()
+        self.owner = wizard
+        self.setTitle("Which column is which?")
+        layout = QVBoxLayout(self)
+        self.stack = QStackedWidget()
+        layout.addWidget(self.stack, 1)
+        # transactions
+        self.stack.addWidget(explanation("Nothing to map: each line is one person and each entry on the line is "
+                                         "an item. An item repeated on a line counts once; an empty line is a "
+                                         "person with no items."))
+        # pairs
+        pairs = QWidget()
+        form = QFormLayout(pairs)
+        self.person, self.item, self.value = QComboBox(), QComboBox(), QComboBox()
+        form.addRow("Person column:", self.person)
+        form.addRow("Item column:", self.item)
+        form.addRow("Value column (optional):", self.value)
+        form.addRow(explanation("With a value column, a row counts only when its value is not 0."))
+        self.stack.addWidget(pairs)
+        # matrix
+        matrix = QWidget()
+        form = QFormLayout(matrix)
+        self.id_column = QComboBox()
+        form.addRow("Identifier column:", self.id_column)
+        form.addRow(explanation("Every other column is an item; its cells must be 0 or 1."))
+        self.stack.addWidget(matrix)
+        # records and cells
+        records = QWidget()
+        box = QVBoxLayout(records)
+        self.as_items = QRadioButton("One item per attribute value (e.g. \"sex=Female\"): count people per value")
+        self.as_cells = QRadioButton("Cell counts over the attributes ticked below (a contingency table)")
+        group = QButtonGroup(records)
+        group.addButton(self.as_items)
+        group.addButton(self.as_cells)
+        self.count_row = QWidget()
+        count_form = QFormLayout(self.count_row)
+        self.count = QComboBox()
+        count_form.addRow("Count column:", self.count)
+        self.attributes = QListWidget()
+        self.attributes.setSelectionMode(QAbstractItemView.NoSelection)
+        self.attributes.setAccessibleName("Attributes of the table")
+        box.addWidget(self.as_items)
+        box.addWidget(self.as_cells)
+        box.addWidget(self.count_row)
+        box.addWidget(QLabel("Attributes:"))
+        box.addWidget(self.attributes, 1)
+        box.addWidget(explanation("The domain of each attribute (its possible values) is taken from the file "
+                                  "and treated as public; the report says so."))
+        self.stack.addWidget(records)
+        for widget, name in ((self.person, "Person column"), (self.item, "Item column"),
+                             (self.value, "Value column"), (self.id_column, "Identifier column"),
+                             (self.count, "Count column"), (self.as_items, "One item per attribute value"),
+                             (self.as_cells, "Cell counts over attributes")):
+            widget.setAccessibleName(name)
+        self.as_cells.toggled.connect(lambda on: self.attributes.setEnabled(on or self.fmt == "cells"))
+        self.fmt = "transactions"
+
+    def initializePage(self) -> None:
+        settings = self.owner.format_page.settings()
+        self.fmt = settings["format"]
+        columns = self.owner.columns
+        self.stack.setCurrentIndex({"transactions": 0, "pairs": 1, "matrix": 2}.get(self.fmt, 3))
+        for combo in (self.person, self.item, self.value, self.id_column, self.count):
+            combo.clear()
+        for k, name in enumerate(columns):
+            self.person.addItem(name, k)
+            self.item.addItem(name, k)
+        self.person.setCurrentIndex(0)
+        self.item.setCurrentIndex(min(1, len(columns) - 1))
+        self.value.addItem("(none: every row counts)", None)
+        for k, name in enumerate(columns):
+            self.value.addItem(name, k)
+        self.id_column.addItem("Detect automatically", "auto")
+        self.id_column.addItem("(none: every column is an item)", None)
+        for k, name in enumerate(columns):
+            self.id_column.addItem(name, k)
+        for k, name in enumerate(columns):
+            self.count.addItem(name, k)
+        self.attributes.clear()
+        count_guess = next((k for k, c in enumerate(columns) if c.strip().lower() in ("count", "n", "freq", "frequency")),
+                           len(columns) - 1)
+        self.count.setCurrentIndex(max(0, count_guess))
+        for k, name in enumerate(columns):
+            entry = QListWidgetItem(name)
+            entry.setFlags(entry.flags() | Qt.ItemIsUserCheckable)
+            entry.setCheckState(Qt.Checked if self.fmt == "cells" and k != count_guess else Qt.Unchecked)
+            entry.setData(Qt.UserRole, k)
+            self.attributes.addItem(entry)
+        self.count_row.setVisible(self.fmt == "cells")
+        self.as_items.setVisible(self.fmt == "records")
+        self.as_cells.setVisible(self.fmt == "records")
+        self.as_items.setChecked(True)
+        self.attributes.setEnabled(self.fmt == "cells")
+        self.setSubTitle({"transactions": "Transactions need no mapping.",
+                          "pairs": "Say which column names the person and which the item.",
+                          "matrix": "Say whether a column identifies the person.",
+                          "records": "Choose how the records become counts.",
+                          "cells": "Say which column holds the counts and which are attributes."}[self.fmt])
+
+    def options(self) -> dict:
+        if self.fmt == "pairs":
+            options = {"person": self.person.currentData(), "item": self.item.currentData()}
+            if self.value.currentData() is not None:
+                options["value"] = self.value.currentData()
+            return options
+        if self.fmt == "matrix":
+            return {"id_column": self.id_column.currentData()}
+        if self.fmt in ("records", "cells"):
+            ticked = [self.attributes.item(k).data(Qt.UserRole) for k in range(self.attributes.count())
+                      if self.attributes.item(k).checkState() == Qt.Checked]
+            if self.fmt == "cells":
+                count = self.count.currentData()
+                return {"count": count, "attributes": [a for a in ticked if a != count] or None}
+            if self.as_cells.isChecked():
+                return {"attributes": ticked}
+        return {}
+
+    def validatePage(self) -> bool:
+        if self.fmt == "pairs" and self.person.currentData() == self.item.currentData():
+            self.setSubTitle("<span style='color:#A00'>The person and the item must be different columns.</span>")
+            return False
+        if self.fmt == "records" and self.as_cells.isChecked() and not self.options().get("attributes"):
+            self.setSubTitle("<span style='color:#A00'>Tick at least one attribute.</span>")
+            return False
+        return True
+
+
+class SummaryPage(QWizardPage):
+    """Loads the file in the background (with Cancel) and shows what was read."""
+
+    def __init__(self, wizard: "ImportWizard"):
+        super().__init__()
+        self.owner = wizard
+        self.setTitle("Reading and checking the data")
+        layout = QVBoxLayout(self)
+        row = QHBoxLayout()
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setAccessibleName("Loading progress")
+        self.cancel_button = QPushButton("Cancel loading")
+        row.addWidget(self.progress, 1)
+        row.addWidget(self.cancel_button)
+        layout.addLayout(row)
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        layout.addWidget(self.status)
+        self.problem = Banner("", "danger")
+        self.problem.setVisible(False)
+        layout.addWidget(self.problem)
+        self.badge = internal_badge()
+        layout.addWidget(self.badge)
+        self.table = QTableWidget()
+        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.setAccessibleName("Summary of the data (internal)")
+        self.table.setMaximumHeight(240)
+        layout.addWidget(self.table)
+        self.histogram = pg.PlotWidget()
+        self.histogram.setLabel("bottom", "items per person")
+        self.histogram.setLabel("left", "people")
+        self.histogram.setMinimumHeight(160)
+        self.histogram.setAccessibleName("Histogram of items per person (internal)")
+        layout.addWidget(self.histogram, 1)
+        self.note = explanation("These figures describe the true data. Use them to check that the file was read "
+                                "correctly — do not copy them into the declared bound or any public setting.")
+        layout.addWidget(self.note)
+        self.cancel_button.clicked.connect(self._cancel)
+        self.task = None
+        self.dataset = None
+
+    def initializePage(self) -> None:
+        self.dataset = None
+        self.problem.setVisible(False)
+        for widget in (self.badge, self.table, self.histogram, self.note):
+            widget.setVisible(False)
+        self.progress.setValue(0)
+        self.cancel_button.setEnabled(True)
+        self.status.setText("Reading…")
+        settings = self.owner.settings()
+        path = settings.pop("path")
+        fmt = settings.pop("format")
+        self.task = Task(load, path, format=fmt, parent=self, **settings)
+        self.task.progress.connect(self._progress)
+        self.task.succeeded.connect(self._loaded)
+        self.task.failed.connect(self._failed)
+        self.task.cancelled.connect(self._cancelled)
+        self.task.finished.connect(lambda: self.cancel_button.setEnabled(False))
+        self.task.start()
+        self.completeChanged.emit()
+
+    def cleanupPage(self) -> None:
+        self._cancel()
+
+    def _cancel(self) -> None:
+        if self.task is not None and self.task.running:
+            self.task.cancel()
+
+    def _progress(self, fraction: float, message: str) -> None:
+        self.progress.setValue(int(fraction * 1000))
+        self.status.setText(message)
+
+    def _failed(self, error, details: str) -> None:
+        self.problem.setText(f"<b>The file could not be read.</b><br>{error}<br><br>Go <b>Back</b> to change the "
+                             "layout or options, or choose another file.")
+        self.problem.setVisible(True)
+        self.status.setText("Stopped.")
+        if details:
+            import logging
+
+            logging.getLogger("dpdesk.gui").error("import failed\n%s", details)
+
+    def _cancelled(self) -> None:
+        self.status.setText("Loading was cancelled. Go Back to start again.")
+
+    def _loaded(self, dataset) -> None:
+        self.dataset = dataset
+        self.progress.setValue(1000)
+        summary = dataset.summary()
+        labels = {"rows": "People (rows)", "columns": "Items (columns)" if dataset.kind == "incidence" else
+                  "Cells in the domain (m)", "nonzeros": "Non-zero cells", "density": "Density",
+                  "max_row_count": "Most items of one person", "mean_row_count": "Average items per person",
+                  "avg_column_count": "Average count per item"}
+        fill_table(self.table, ["figure", "value"], [[labels[k], v] for k, v in summary.items()])
+        self.status.setText(f"Read {dataset.describe()} as {dataset.source.get('format')}.")
+        for widget in (self.badge, self.table, self.note):
+            widget.setVisible(True)
+        if dataset.kind == "incidence":
+            counts, edges = dataset.row_length_histogram()
+            self.histogram.clear()
+            self.histogram.addItem(pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=counts, brush="#0072B2"))
+            self.histogram.setVisible(True)
+        self.completeChanged.emit()
+
+    def isComplete(self) -> bool:
+        return self.dataset is not None
+
+
+class ImportWizard(QWizard):
+    """Returns ``dataset`` and ``settings()`` (path, format and options) when accepted."""
+
+    def __init__(self, parent=None, path: str | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Import data")
+        self.setWizardStyle(QWizard.ModernStyle)
+        self.setOption(QWizard.HaveHelpButton, False)
+        self.setMinimumSize(820, 620)
+        self.raw = None
+        self.sniffed = None
+        self.path = None
+        self.columns: list[str] = []
+        self.file_page = FilePage(self)
+        self.format_page = FormatPage(self)
+        self.mapping_page = MappingPage(self)
+        self.summary_page = SummaryPage(self)
+        for page in (self.file_page, self.format_page, self.mapping_page, self.summary_page):
+            self.addPage(page)
+        if path:
+            self.file_page.path.setText(str(path))
+        self.setButtonText(QWizard.FinishButton, "Use this data")
+
+    @property
+    def dataset(self):
+        return self.summary_page.dataset
+
+    def settings(self) -> dict:
+        s = self.format_page.settings()
+        settings = {"path": str(self.path), "format": s["format"]}
+        if s["format"] != "transactions" or s["delimiter"] != self.sniffed.delimiter:
+            settings["delimiter"] = "whitespace" if s["delimiter"] is None else s["delimiter"]
+        if s["format"] != "transactions" and not self.sniffed.parquet:
+            settings["header"] = s["header"]
+        if s["encoding"] != "auto":
+            settings["encoding"] = s["encoding"]
+        settings.update(self.mapping_page.options())
+        return settings
+
+    def reject(self) -> None:
+        self.summary_page._cancel()
+        super().reject()
