@@ -312,7 +312,8 @@ class ComparePage(QWidget):
             name.setStyleSheet(f"color:{colour(i)}; font-weight:bold;")
             bar = QProgressBar()
             bar.setRange(0, self.runs_per_entry)
-            bar.setFormat(f"%v / %m runs")
+            bar.setValue(0)
+            bar.setFormat("%v / %m runs")
             bar.setAccessibleName(f"Progress of {label}")
             self.bars.addWidget(name, i // 3, (i % 3) * 2)
             self.bars.addWidget(bar, i // 3, (i % 3) * 2 + 1)
@@ -426,11 +427,13 @@ class ComparePage(QWidget):
             lt, ln = np.log10(true + 1), np.log10(np.maximum(noisy, 0) + 1)
             edge = max(lt.max(), ln.max(), 1.0)
             histogram, _, _ = np.histogram2d(lt, ln, bins=120, range=[[0, edge], [0, edge]])
-            image = pg.ImageItem(np.log1p(histogram))
+            shade = np.log1p(histogram)
+            shade[histogram == 0] = np.nan  # empty cells stay white
+            image = pg.ImageItem(shade)
             image.setColorMap(pg.colormap.get("viridis"))
             image.setRect(0, 0, edge, edge)
             panel.plot.addItem(image)
-            panel.plot.plot([0, edge], [0, edge], pen=pg.mkPen("#FFFFFF", style=Qt.DashLine))
+            panel.plot.plot([0, edge], [0, edge], pen=pg.mkPen("#444444", style=Qt.DashLine))
             panel.plot.setLabel("bottom", "true count (log10 of count+1)")
             panel.plot.setLabel("left", "released count (log10 of count+1)")
             panel._series = [("items", lt, ln)]
@@ -481,7 +484,9 @@ class ComparePage(QWidget):
         if release is None or key is None:
             panel.set_caption("The selected mechanism has no detail plot.")
             return
-        plot_diagnostic(panel, release.diagnostics[key])
+        diagnostic = release.diagnostics[key]
+        panel.title_label.setText(diagnostic.title)
+        plot_diagnostic(panel, diagnostic)
 
 
 def _plottable(diagnostic) -> bool:
@@ -512,15 +517,18 @@ def plot_diagnostic(panel: PlotPanel, diagnostic) -> None:
         rows_headers.append(name)
         columns.append(arrays[name])
         index += 1
+    markers = 0
     for name, value in diagnostic.data.items():
         if np.isscalar(value) and isinstance(value, (int, float, np.integer, np.floating)) and \
                 any(word in name for word in ("chosen", "best", "declared")):
             position = math.log10(value) if log_x and value > 0 else float(value)
             line = pg.InfiniteLine(pos=position, angle=90, label=f"{name.replace('_', ' ')} = {value:g}",
                                    pen=pg.mkPen(colour(index), style=Qt.DashLine),
-                                   labelOpts={"position": 0.9, "color": colour(index)})
+                                   labelOpts={"position": 0.92 - 0.1 * markers, "color": colour(index),
+                                              "fill": (255, 255, 255, 210)})
             panel.plot.addItem(line)
             index += 1
+            markers += 1
     panel.set_caption(diagnostic.caption + ("" if not diagnostic.internal else
                                             " <b>(internal: computed from the true data)</b>"))
     panel.set_table(rows_headers, [list(row) for row in zip(*columns)])

@@ -206,9 +206,10 @@ class ReleasePage(QWidget):
             return
         cap = "no cap set" if status.cap is None else f"cap ε = {status.cap:g}"
         after = status.spent + epsilon
-        self.ledger_text.setText(f"<b>{data.name}</b>: ε = {status.spent:.4g} spent so far ({cap}).<br>"
-                                 f"This release adds ε = {epsilon:.4g} → total <b>{after:.4g}</b> "
-                                 "(sequential composition: releases of the same data add up).")
+        self.ledger_text.setText(f"<b>{data.name}</b>: ε = {status.spent:.4g} spent so far in "
+                                 f"{len(self._ledger().entries(dataset=data.fingerprint))} release(s) ({cap}).<br>"
+                                 f"A release at ε = {epsilon:.4g} adds that much → total <b>{after:.4g}</b> "
+                                 "(releases of the same data add up: sequential composition).")
         exceeds = status.cap is not None and after > status.cap + 1e-12
         self.cap_warning.setVisible(exceeds)
         self.override.setVisible(exceeds)
@@ -292,14 +293,26 @@ class ReleasePage(QWidget):
         self.table.setModel(proxy)
         self.table.resizeColumnsToContents()
         if values.size:
-            counts, edges = np.histogram(values, bins=min(60, max(5, int(np.sqrt(values.size)))))
+            # the bulk of the values: a few very large counts would squeeze everything into one bar
+            low, high = np.percentile(values, [0.5, 99.5]) if values.size > 200 else (values.min(), values.max())
+            shown = values[(values >= low) & (values <= high)]
+            counts, edges = np.histogram(shown, bins=min(60, max(5, int(np.sqrt(shown.size)))))
             self.histogram.addItem(pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=counts, brush="#009E73"))
+            hidden = values.size - shown.size
+            self.histogram.setTitle(f"{hidden:,} extreme values outside the range shown" if hidden else None,
+                                    size="9pt")
 
     def export(self) -> None:
         if self.state.release is None:
             return
         dialog = ExportDialog(self.state, self)
         dialog.exec()
+
+
+def _note(text: str) -> QLabel:
+    label = explanation(text)
+    label.setContentsMargins(24, 0, 0, 4)
+    return label
 
 
 class ExportDialog(QDialog):
@@ -313,6 +326,7 @@ class ExportDialog(QDialog):
         self.setWindowTitle("Export the release")
         self.setMinimumWidth(640)
         layout = QVBoxLayout(self)
+        layout.setSizeConstraint(QVBoxLayout.SetMinimumSize)  # grow to show every line, never clip
         row = QHBoxLayout()
         self.folder = QLineEdit(str(Path.home() / f"{state.dataset.name}-release"))
         self.folder.setAccessibleName("Destination folder")
@@ -323,30 +337,36 @@ class ExportDialog(QDialog):
         layout.addLayout(row)
         files = QGroupBox("Release files (public: the noisy counts and the public metadata)")
         files_layout = QVBoxLayout(files)
-        self.csv = QCheckBox("CSV — release.csv: one line per item with its noisy count")
-        self.parquet = QCheckBox("Parquet — release.parquet: the same table for analysis tools")
-        self.json = QCheckBox("JSON — release.json: the noisy counts with the public metadata (mechanism, ε, split)")
+        self.csv = QCheckBox("CSV — release.csv")
+        self.parquet = QCheckBox("Parquet — release.parquet")
+        self.json = QCheckBox("JSON — release.json")
         self.csv.setChecked(True)
         self.json.setChecked(True)
-        for box in (self.csv, self.parquet, self.json):
+        for box, text in ((self.csv, "one line per item (or cell) with its noisy value, for spreadsheets"),
+                          (self.parquet, "the same table, for analysis tools"),
+                          (self.json, "the noisy values with the public metadata: mechanism, ε and its split, "
+                                      "parameters, software version")):
             files_layout.addWidget(box)
+            files_layout.addWidget(_note(text))
         layout.addWidget(files)
         reports = QGroupBox("Privacy report (public: contains no value computed from the true data)")
         reports_layout = QVBoxLayout(reports)
-        self.html = QCheckBox("HTML — privacy-report.html: mechanism, ε and its split, what was treated as public, "
-                              "the guarantee in plain words and the error to expect")
-        self.pdf = QCheckBox("PDF — privacy-report.pdf: the same report for printing")
+        self.html = QCheckBox("HTML — privacy-report.html")
+        self.pdf = QCheckBox("PDF — privacy-report.pdf")
         self.html.setChecked(True)
         self.pdf.setChecked(True)
-        for box in (self.html, self.pdf):
-            box.setStyleSheet("QCheckBox { }")
+        for box, text in ((self.html, "mechanism and paper, ε and its split, what was treated as public, how the "
+                                      "mechanism was chosen, the guarantee in plain words and the error to expect"),
+                          (self.pdf, "the same report, for printing and archiving")):
             reports_layout.addWidget(box)
+            reports_layout.addWidget(_note(text))
         layout.addWidget(reports)
         internal = QGroupBox("Internal report (NOT for publication)")
         internal_layout = QVBoxLayout(internal)
-        self.internal = QCheckBox(f"{INTERNAL_REPORT_FILE}: true-data summary, truncation counts, realised errors "
-                                  "and the comparison results — keep it inside your organisation")
+        self.internal = QCheckBox(INTERNAL_REPORT_FILE)
         internal_layout.addWidget(self.internal)
+        internal_layout.addWidget(_note("true-data summary, truncation counts, realised errors and the comparison "
+                                        "results — keep it inside your organisation"))
         layout.addWidget(internal)
         self.overwrite = QCheckBox("Replace files that already exist in this folder")
         layout.addWidget(self.overwrite)
@@ -365,7 +385,7 @@ class ExportDialog(QDialog):
         self.export_button.clicked.connect(self.start)
         self.buttons.rejected.connect(self.reject)
         for box in (self.csv, self.parquet, self.json, self.html, self.pdf, self.internal):
-            box.setAccessibleName(box.text().split(" — ")[0].split(":")[0])
+            box.setAccessibleName(box.text())
 
     def _browse(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Choose the destination folder", self.folder.text())

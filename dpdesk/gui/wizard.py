@@ -160,6 +160,7 @@ class FormatPage(QWizardPage):
         sniffed = self.owner.sniffed
         encoding = sniffed.encoding if s["encoding"] == "auto" else s["encoding"]
         delimiter = s["delimiter"]
+        self.header.setEnabled(s["format"] != "transactions" and not sniffed.parquet)
         header = s["header"] and s["format"] != "transactions"
         columns, rows = preview(self.owner.raw, delimiter=delimiter, header=header, encoding=encoding,
                                 parquet=sniffed.parquet)

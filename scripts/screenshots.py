@@ -1,0 +1,120 @@
+"""Capture the app's pages, the wizard's steps and the export dialog as PNG (docs/screenshots/).
+
+Run under a virtual screen:  bash scripts/screenshots.sh   (uses xvfb-run; QT_QPA_PLATFORM=xcb)
+Uses a temporary DPDESK_HOME so the real budget ledger is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ["DPDESK_HOME"] = tempfile.mkdtemp(prefix="dpdesk-shots-")
+os.environ.setdefault("QT_QPA_PLATFORM", "xcb")
+
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtGui import QGuiApplication  # noqa: E402
+
+from dpdesk.gui.app import make_app  # noqa: E402
+from dpdesk.gui.main_window import MainWindow  # noqa: E402
+from dpdesk.gui.release_page import ExportDialog  # noqa: E402
+from dpdesk.gui.wizard import ImportWizard  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "screenshots"
+DATA = ROOT / "tests" / "data" / "retail.dat.gz"
+app = make_app()
+
+
+def settle(seconds: float = 0.4) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        app.processEvents()
+        time.sleep(0.02)
+
+
+def wait_for(condition, timeout: float = 300) -> None:
+    end = time.perf_counter() + timeout
+    while not condition():
+        if time.perf_counter() > end:
+            raise TimeoutError("screenshot step timed out")
+        app.processEvents()
+        time.sleep(0.02)
+
+
+def shoot(widget, name: str, whole_screen: bool = False) -> None:
+    settle()
+    path = OUT / f"{name}.png"
+    if whole_screen:
+        QGuiApplication.primaryScreen().grabWindow(0).save(str(path))
+    else:
+        widget.grab().save(str(path))
+    print(path)
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    window = MainWindow()
+    window.resize(1280, 860)
+    window.show()
+    shoot(window, "01-start")
+    wizard = ImportWizard(window, str(DATA))
+    wizard.show()
+    shoot(wizard, "02-wizard-file")
+    wizard.next()
+    shoot(wizard, "03-wizard-format")
+    wizard.next()
+    shoot(wizard, "04-wizard-mapping")
+    wizard.next()
+    wait_for(lambda: wizard.dataset is not None)
+    shoot(wizard, "05-wizard-summary")
+    window.state.set_dataset(wizard.dataset, wizard.settings())
+    wizard.accept()
+    shoot(window, "06-data")
+    window.steps.setCurrentRow(1)
+    window.configure_page.bound.setValue(20)
+    tree = window.configure_page.tree
+    for i in range(tree.topLevelItemCount()):
+        family = tree.topLevelItem(i)
+        for j in range(family.childCount()):
+            item = family.child(j)
+            if item.data(0, Qt.UserRole) == "gs":
+                tree.setCurrentItem(item)
+    shoot(window, "07-configure")
+    window.steps.setCurrentRow(2)
+    page = window.compare_page
+    page.repeats.setValue(5)
+    page.run()
+    wait_for(lambda: window.state.comparison is not None and not page.task.running)
+    shoot(window, "08-compare")
+    page.tabs.setCurrentIndex(1)
+    shoot(window, "09-compare-true-vs-noisy")
+    page.tabs.setCurrentIndex(3)
+    index = page.example_choice.findText("gs", Qt.MatchStartsWith)
+    page.example_choice.setCurrentIndex(max(index, 0))
+    shoot(window, "10-compare-details")
+    window.steps.setCurrentRow(3)
+    shoot(window, "11-plan")
+    window.steps.setCurrentRow(4)
+    release_page = window.release_page
+    release_page.mechanism.setCurrentIndex(release_page.mechanism.findData("gs"))
+    release_page.run()
+    wait_for(lambda: window.state.release is not None)
+    shoot(window, "12-release")
+    dialog = ExportDialog(window.state, window)
+    dialog.folder.setText(str(Path(os.environ["DPDESK_HOME"]) / "export"))
+    dialog.show()
+    shoot(dialog, "13-export-dialog")
+    dialog.start()
+    wait_for(lambda: bool(dialog.written))
+    shoot(dialog, "14-export-done")
+    dialog.close()
+    window.state.dirty = False
+    window.close()
+
+
+if __name__ == "__main__":
+    main()
