@@ -6,7 +6,7 @@ import logging
 import sys
 import traceback
 
-from ..paths import sample_path, user_data_dir
+from ..paths import resources_dir, sample_path, user_data_dir
 
 
 def setup_logging() -> None:
@@ -39,12 +39,15 @@ def install_excepthook(window) -> None:
 
 
 def make_app(argv=None):
+    from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication(argv or sys.argv[:1])
     app.setApplicationName("dpdesk")
     app.setOrganizationName("dpdesk")
     app.setStyle("Fusion")
+    app.setDesktopFileName("dpdesk")  # matches packaging/dpdesk.desktop (menu entry, Wayland app id)
+    app.setWindowIcon(QIcon(str(resources_dir() / "icons" / "dpdesk-256.png")))
     return app
 
 
