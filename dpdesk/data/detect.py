@@ -101,16 +101,15 @@ def sniff(path: str | Path, *, raw: bytes | None = None, encoding: str = "auto",
     path = Path(path)
     raw = read_raw(path) if raw is None else raw
     if is_parquet(raw):
-        import pandas as pd
-        import pyarrow.parquet as pq
         import io
+
+        import pyarrow.parquet as pq
 
         table = pq.read_table(io.BytesIO(raw))
         frame = table.slice(0, 20).to_pandas()
         columns = [str(c) for c in frame.columns]
         preview = [[str(v) for v in row] for row in frame.itertuples(index=False)]
         fmt = "cells" if any(c.lower() in COUNT_NAMES for c in columns) else ("pairs" if len(columns) <= 4 else "records")
-        del pd
         return Sniffed(fmt, None, True, "binary", columns, preview, parquet=True)
     encoding_used = detect_encoding(raw, encoding, path)  # checks the whole file
     head = raw[: 1 << 20]

@@ -16,7 +16,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGridLayout,
                                QGroupBox, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QRadioButton,
-                               QScrollArea, QSpinBox, QTabWidget, QVBoxLayout, QWidget)
+                               QSpinBox, QTabWidget, QVBoxLayout, QWidget)
 
 from .. import mechanisms as registry
 from ..data import load
@@ -25,7 +25,7 @@ from ..evaluation.compare import Entry, run_comparison
 from ..evaluation.metrics import METRIC_LABELS, top_k, topk_accuracy
 from ..evaluation.standin import DeclaredFacts, synthetic_cells, synthetic_incidence
 from .state import AppState
-from .widgets import Banner, PlotPanel, colour, explanation, heading, show_error
+from .widgets import Banner, PlotPanel, colour, heading, show_error
 from .workers import Task
 
 TRUE_DATA_BANNER = ("⚠ <b>These plots use the true data — for your eyes only.</b> Choosing a mechanism or a "

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyqtgraph as pg
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QSettings
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMainWindow,
-                               QMessageBox, QPushButton, QStackedWidget, QTableWidget, QVBoxLayout, QWidget)
+                               QMessageBox, QPushButton, QStackedWidget, QVBoxLayout, QWidget)
 
 from .. import __version__
 from ..errors import DpdeskError
@@ -21,7 +20,7 @@ from .configure_page import ConfigurePage
 from .plan_page import PlanPage
 from .release_page import ReleasePage
 from .state import AppState
-from .widgets import Banner, explanation, fill_table, heading, internal_badge, show_error
+from .widgets import DataSummaryView, explanation, heading, show_error
 from .wizard import ImportWizard
 
 STEPS = ["① Data", "② Configure", "③ Compare", "④ Plan", "⑤ Release"]
@@ -53,17 +52,8 @@ class DataPage(QWidget):
         box = QVBoxLayout(self.summary_box)
         self.title = heading("", 2)
         box.addWidget(self.title)
-        box.addWidget(internal_badge())
-        self.table = QTableWidget()
-        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
-        self.table.setAccessibleName("Summary of the data (internal)")
-        self.table.setMaximumHeight(250)
-        box.addWidget(self.table)
-        self.histogram = pg.PlotWidget()
-        self.histogram.setLabel("bottom", "items per person")
-        self.histogram.setLabel("left", "people")
-        self.histogram.setAccessibleName("Histogram of items per person (internal)")
-        box.addWidget(self.histogram, 1)
+        self.summary = DataSummaryView()
+        box.addWidget(self.summary, 1)
         box.addWidget(explanation("These figures describe the true data and are for checking the import only. "
                                   "Next: choose mechanisms and ε on the <b>Configure</b> page."))
         layout.addWidget(self.summary_box, 1)
@@ -80,16 +70,7 @@ class DataPage(QWidget):
             return
         source = data.source
         self.title.setText(f"{data.describe()} — read as {source.get('format')} from {Path(source.get('path', '')).name}")
-        summary = data.summary()
-        names = {"rows": "People (rows)", "columns": "Items (columns)" if data.kind == "incidence" else "Cells (m)",
-                 "nonzeros": "Non-zero cells", "density": "Density", "max_row_count": "Most items of one person",
-                 "mean_row_count": "Average items per person", "avg_column_count": "Average count per item"}
-        fill_table(self.table, ["figure", "value"], [[names[k], v] for k, v in summary.items()])
-        self.histogram.clear()
-        self.histogram.setVisible(data.kind == "incidence")
-        if data.kind == "incidence":
-            counts, edges = data.row_length_histogram()
-            self.histogram.addItem(pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=counts, brush="#0072B2"))
+        self.summary.show_dataset(data)
 
 
 class MainWindow(QMainWindow):

@@ -16,7 +16,7 @@ from .. import mechanisms as registry
 from ..errors import DpdeskError, ParameterError
 from ..evaluation.planner import odds_after
 from ..privacy.ledger import Ledger
-from ..workflow import DEFAULT_CHOSEN, INTERNAL_REPORT_FILE, REPORT_FILES, export_release, secure_release
+from ..workflow import DEFAULT_CHOSEN, INTERNAL_REPORT_FILE, export_release, secure_release
 from .state import AppState
 from .widgets import Banner, explanation, heading, show_error
 from .workers import Task

@@ -110,6 +110,41 @@ def _fmt(value) -> str:
     return str(value)
 
 
+SUMMARY_NAMES = {"rows": "People (rows)", "nonzeros": "Non-zero cells", "density": "Density",
+                 "max_row_count": "Most items of one person", "mean_row_count": "Average items per person",
+                 "avg_column_count": "Average count per item"}
+
+
+class DataSummaryView(QWidget):
+    """The true-data figures of a dataset and its items-per-person histogram, badged internal."""
+
+    def __init__(self, parent=None, max_table_height: int = 250):
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(internal_badge())
+        self.table = QTableWidget()
+        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.setAccessibleName("Summary of the data (internal)")
+        self.table.setMaximumHeight(max_table_height)
+        layout.addWidget(self.table)
+        self.histogram = pg.PlotWidget()
+        self.histogram.setLabel("bottom", "items per person")
+        self.histogram.setLabel("left", "people")
+        self.histogram.setMinimumHeight(160)
+        self.histogram.setAccessibleName("Histogram of items per person (internal)")
+        layout.addWidget(self.histogram, 1)
+
+    def show_dataset(self, data) -> None:
+        names = dict(SUMMARY_NAMES, columns="Items (columns)" if data.kind == "incidence" else "Cells in the domain (m)")
+        fill_table(self.table, ["figure", "value"], [[names[k], v] for k, v in data.summary().items()])
+        self.histogram.clear()
+        self.histogram.setVisible(data.kind == "incidence")
+        if data.kind == "incidence":
+            counts, edges = data.row_length_histogram()
+            self.histogram.addItem(pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=counts, brush=PALETTE[0]))
+
+
 class PlotPanel(QFrame):
     """A titled pyqtgraph plot with a plain-words caption, hover read-out, PNG/SVG export and
     a table of the plotted numbers (for screen readers and for copying)."""

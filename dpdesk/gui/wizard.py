@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QCheckBox, QComboBox, QFileDialog, QFormLayout,
                                QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QProgressBar,
@@ -18,7 +16,7 @@ from ..data.detect import DELIMITER_NAMES, FORMATS, preview, sniff
 from ..data.textio import read_raw
 from ..errors import DpdeskError
 from ..paths import sample_path
-from .widgets import Banner, explanation, fill_table, internal_badge
+from .widgets import Banner, DataSummaryView, explanation, fill_table
 from .workers import Task
 
 FORMAT_NAMES = {
@@ -323,19 +321,8 @@ class SummaryPage(QWizardPage):
         self.problem = Banner("", "danger")
         self.problem.setVisible(False)
         layout.addWidget(self.problem)
-        self.badge = internal_badge()
-        layout.addWidget(self.badge)
-        self.table = QTableWidget()
-        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
-        self.table.setAccessibleName("Summary of the data (internal)")
-        self.table.setMaximumHeight(240)
-        layout.addWidget(self.table)
-        self.histogram = pg.PlotWidget()
-        self.histogram.setLabel("bottom", "items per person")
-        self.histogram.setLabel("left", "people")
-        self.histogram.setMinimumHeight(160)
-        self.histogram.setAccessibleName("Histogram of items per person (internal)")
-        layout.addWidget(self.histogram, 1)
+        self.summary = DataSummaryView(max_table_height=240)
+        layout.addWidget(self.summary, 1)
         self.note = explanation("These figures describe the true data. Use them to check that the file was read "
                                 "correctly — do not copy them into the declared bound or any public setting.")
         layout.addWidget(self.note)
@@ -346,7 +333,7 @@ class SummaryPage(QWizardPage):
     def initializePage(self) -> None:
         self.dataset = None
         self.problem.setVisible(False)
-        for widget in (self.badge, self.table, self.histogram, self.note):
+        for widget in (self.summary, self.note):
             widget.setVisible(False)
         self.progress.setValue(0)
         self.cancel_button.setEnabled(True)
@@ -390,20 +377,10 @@ class SummaryPage(QWizardPage):
     def _loaded(self, dataset) -> None:
         self.dataset = dataset
         self.progress.setValue(1000)
-        summary = dataset.summary()
-        labels = {"rows": "People (rows)", "columns": "Items (columns)" if dataset.kind == "incidence" else
-                  "Cells in the domain (m)", "nonzeros": "Non-zero cells", "density": "Density",
-                  "max_row_count": "Most items of one person", "mean_row_count": "Average items per person",
-                  "avg_column_count": "Average count per item"}
-        fill_table(self.table, ["figure", "value"], [[labels[k], v] for k, v in summary.items()])
+        self.summary.show_dataset(dataset)
         self.status.setText(f"Read {dataset.describe()} as {dataset.source.get('format')}.")
-        for widget in (self.badge, self.table, self.note):
+        for widget in (self.summary, self.note):
             widget.setVisible(True)
-        if dataset.kind == "incidence":
-            counts, edges = dataset.row_length_histogram()
-            self.histogram.clear()
-            self.histogram.addItem(pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=counts, brush="#0072B2"))
-            self.histogram.setVisible(True)
         self.completeChanged.emit()
 
     def isComplete(self) -> bool:

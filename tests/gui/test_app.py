@@ -6,7 +6,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QMessageBox
 
 import dpdesk
 from dpdesk.gui.main_window import MainWindow
@@ -54,7 +53,7 @@ def tick(window, mechanism_ids):
 def test_end_to_end_import_compare_release_export(window, qtbot, data_dir, tmp_path, dialogs):
     wizard = run_wizard(qtbot, data_dir / "retail.dat.gz")
     qtbot.waitUntil(lambda: wizard.dataset is not None, timeout=30_000)
-    assert wizard.summary_page.table.rowCount() == 7
+    assert wizard.summary_page.summary.table.rowCount() == 7
     assert wizard.dataset.summary()["rows"] == 88162
     window.state.set_dataset(wizard.dataset, wizard.settings())
     assert "retail" in window.windowTitle() and "88,162" in window.windowTitle()
