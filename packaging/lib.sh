@@ -5,9 +5,11 @@
 # checkout never end up in it.
 build_dpdesk_wheel() {
   local root="$1" outdir="$2" python="${3:-python3}" src
+  local parts=(pyproject.toml dpdesk resources) part
+  for part in README.md LICENSE; do [ -e "$root/$part" ] && parts+=("$part"); done
   src="$(mktemp -d "${TMPDIR:-/tmp}/dpdesk-src.XXXXXX")"
   tar -C "$root" --exclude='__pycache__' --exclude='*.pyc' --exclude='*.egg-info' \
-    -cf - pyproject.toml README.md dpdesk resources | tar -C "$src" -xf -
+    -cf - "${parts[@]}" | tar -C "$src" -xf -
   "$python" -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir "$outdir" "$src"
   rm -rf "$src"
 }
