@@ -42,6 +42,8 @@ def make_app(argv=None):
     from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
 
+    # hand the GIL back to the GUI thread sooner while a worker thread computes (smoother event loop)
+    sys.setswitchinterval(0.001)
     app = QApplication.instance() or QApplication(argv or sys.argv[:1])
     app.setApplicationName("dpdesk")
     app.setOrganizationName("dpdesk")

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 import time
+from functools import lru_cache
 
 import numpy as np
-import pandas as pd
 import pyqtgraph as pg
+from scipy import stats
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGridLayout,
                                QGroupBox, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QRadioButton,
@@ -23,16 +24,48 @@ from ..data import load
 from ..errors import DpdeskError, ParameterError
 from ..evaluation.compare import Entry, run_comparison
 from ..evaluation.metrics import METRIC_LABELS, top_k, topk_accuracy
+from ..evaluation.summaries import error_vs_range_size, error_vs_summary_size
 from ..evaluation.standin import DeclaredFacts, synthetic_cells, synthetic_incidence
 from .state import AppState
 from .widgets import Banner, PlotPanel, colour, heading, show_error
 from .workers import Task
+
+ALL_METRIC_LABELS = dict(METRIC_LABELS, summary_size="Summary size (cells listed)",
+                         range_mae="Range queries: mean absolute error",
+                         range_mre="Range queries: median relative error",
+                         subset_mae="Subset queries: mean absolute error",
+                         subset_mre="Subset queries: median relative error")
+SUMMARY_BY_RANGE, SUMMARY_BY_SIZE = "__range_size__", "__summary_size__"
 
 TRUE_DATA_BANNER = ("⚠ <b>These plots use the true data — for your eyes only.</b> Choosing a mechanism or a "
                     "parameter because it had the lowest error here is itself a use of the data; the public report "
                     "records how the mechanism was chosen.")
 STANDIN_BANNER = ("✓ <b>Comparing on a stand-in</b> that contains no true data: you may choose a mechanism from "
                   "these results without using the data's privacy budget.")
+
+
+def group_rows(rows: list[dict], metric: str) -> dict:
+    """{label: {ε: [values]}} in the order the labels first appear."""
+    grouped: dict = {}
+    for row in rows:
+        value = row.get(metric)
+        if value is not None and np.isfinite(value):
+            grouped.setdefault(row["label"], {}).setdefault(row["epsilon"], []).append(float(value))
+    return grouped
+
+
+@lru_cache(maxsize=4096)
+def _t975(degrees: int) -> float:
+    return float(stats.t.ppf(0.975, degrees))
+
+
+def mean_interval(values: list[float]) -> tuple[float, float, float, int]:
+    """Mean and 95% t-interval (as in the comparison runner's summary)."""
+    array = np.asarray(values, dtype=float)
+    n = array.size
+    mean = float(array.mean())
+    half = _t975(n - 1) * float(array.std(ddof=1)) / math.sqrt(n) if n > 1 else float("nan")
+    return mean, mean - half, mean + half, n
 
 
 def parse_epsilons(text: str) -> list[float]:
@@ -153,8 +186,7 @@ class ComparePage(QWidget):
         self.error_panel = PlotPanel("Error vs ε", x_label="ε (log scale)", y_label="error (log scale)",
                                      caption="Run a comparison to see each mechanism's error at each ε.")
         self.metric = QComboBox()
-        for key, label in METRIC_LABELS.items():
-            self.metric.addItem(label, key)
+        self._fill_metrics(list(METRIC_LABELS))
         self.metric.setAccessibleName("Error measure")
         metric_row = QHBoxLayout()
         metric_row.addWidget(QLabel("Error measure:"))
@@ -194,13 +226,13 @@ class ComparePage(QWidget):
         self.run_button.clicked.connect(self.run)
         self.cancel_button.clicked.connect(self.cancel)
         browse.clicked.connect(self._browse)
-        self.metric.currentIndexChanged.connect(self.redraw_errors)
+        self.metric.currentIndexChanged.connect(lambda _i: self.redraw_errors())
         self.example_choice.currentIndexChanged.connect(self.redraw_example)
         self.diagnostic_choice.currentIndexChanged.connect(self.redraw_detail)
         for button in (self.on_true, self.on_synthetic, self.on_file):
             button.toggled.connect(self._mode_changed)
         self.timer = QTimer(self)
-        self.timer.setInterval(250)  # redraw streamed results at most four times a second
+        self.timer.setInterval(400)  # redraw streamed results at most 2.5 times a second
         self.timer.timeout.connect(self._flush)
         self._pending = False
         state.comparison_changed.connect(self._show_comparison)
@@ -333,7 +365,7 @@ class ComparePage(QWidget):
     def _flush(self) -> None:
         if self._pending and self.rows:
             self._pending = False
-            self.redraw_errors()
+            self.redraw_errors(streaming=True)
 
     def _done(self, comparison) -> None:
         elapsed = time.perf_counter() - self.started
@@ -343,43 +375,65 @@ class ComparePage(QWidget):
         self.state.set_comparison(comparison, self.running_data, self.running_standin)
 
     # -- drawing -------------------------------------------------------------------------
-    def results_frame(self) -> pd.DataFrame:
+    def _fill_metrics(self, keys: list[str]) -> None:
+        """The error measures the results carry (counts and summaries have different ones)."""
+        current = self.metric.currentData()
+        self.metric.blockSignals(True)
+        self.metric.clear()
+        for key in keys:
+            self.metric.addItem(ALL_METRIC_LABELS.get(key, key.replace("_", " ")), key)
+        index = self.metric.findData(current)
+        self.metric.setCurrentIndex(max(index, 0))
+        self.metric.blockSignals(False)
+
+    def _sync_metrics(self, columns) -> None:
+        keys = [c for c in columns if c not in ("label", "mechanism", "epsilon", "repeat", "seconds") and "@" not in c]
+        if keys != [self.metric.itemData(i) for i in range(self.metric.count())]:
+            self._fill_metrics(keys)
+
+    def current_rows(self) -> list[dict]:
         comparison = self.state.comparison
         if self.task is not None and self.task.running or comparison is None:
-            return pd.DataFrame(self.rows)
-        return comparison.results
+            return self.rows
+        return comparison.results.to_dict("records") if not comparison.results.empty else []
 
-    def redraw_errors(self) -> None:
-        frame = self.results_frame()
+    def redraw_errors(self, *, streaming: bool = False) -> None:
+        rows = self.current_rows()
         panel = self.error_panel
-        panel.clear()
-        if frame.empty:
+        if not rows:
+            panel.clear()
             return
+        self._sync_metrics(rows[0].keys())
         metric = self.metric.currentData()
+        if metric not in rows[0]:
+            return
+        if not streaming or getattr(self, "_drawn_metric", None) != metric:
+            panel.clear()  # a new picture; while results stream in, curves are updated in place
+            self._drawn_metric = metric
         log_y = metric != "topk_accuracy"
+        name = ALL_METRIC_LABELS.get(metric, metric)
         panel.plot.setLogMode(x=True, y=log_y)
-        panel.plot.setLabel("left", METRIC_LABELS[metric] + (" (log scale)" if log_y else ""))
-        from ..evaluation.compare import summarize
-
-        summary = summarize(frame, [metric])
-        headers = ["mechanism", "ε", "mean", "95% low", "95% high", "repeats"]
-        rows = []
-        for i, (label, group) in enumerate(summary.groupby("label", sort=False)):
-            group = group.sort_values("epsilon")
-            mean = group["mean"].to_numpy()
-            low, high = group["ci_low"].to_numpy(), group["ci_high"].to_numpy()
+        panel.plot.setLabel("left", name + (" (log scale)" if log_y else ""))
+        table = []
+        for i, (label, by_epsilon) in enumerate(group_rows(rows, metric).items()):
+            epsilons = np.array(sorted(by_epsilon))
+            stats = np.array([mean_interval(by_epsilon[e]) for e in epsilons])  # mean, low, high, n
+            mean, low, high = stats[:, 0], stats[:, 1], stats[:, 2]
             if log_y:
-                floor = max(np.nanmin(mean[mean > 0]) / 100, 1e-12) if np.any(mean > 0) else 1e-12
+                positive = mean[mean > 0]
+                floor = max(positive.min() / 100, 1e-12) if positive.size else 1e-12
                 mean, low, high = (np.maximum(v, floor) for v in (mean, low, high))
-            panel.add_series(label, group["epsilon"].to_numpy(), mean, i, band=(low, high))
-            rows += [[label, e, m, lo, hi, n] for e, m, lo, hi, n in
-                     zip(group["epsilon"], group["mean"], group["ci_low"], group["ci_high"], group["repeats"])]
-        panel.set_table(headers, rows)
+            panel.set_series(label, epsilons, mean, i, band=(low, high))
+            table += [[label, e, m, lo, hi, int(n)] for e, (m, lo, hi, n) in zip(epsilons, stats)]
+        if not streaming:
+            panel.set_table(["mechanism", "ε", "mean", "95% low", "95% high", "repeats"], table)
         panel.set_caption(
-            f"{METRIC_LABELS[metric]} of each mechanism at each ε, averaged over the repeats; the shaded band is the "
-            "95% confidence interval of that average. Lower is better" + (" (except top-k accuracy, where higher "
-            "is better)." if metric != "topk_accuracy" else "; here higher is better.") +
-            " Both axes are logarithmic so that large and small errors fit on one plot.")
+            f"{name} of each mechanism at each ε, averaged over the repeats; the shaded band is the 95% confidence "
+            "interval of that average. " + ("Higher is better here." if metric == "topk_accuracy" else
+                                            "This is the size of the published summary, not an error." if
+                                            metric == "summary_size" else "Lower is better.") +
+            " The ε axis is logarithmic" + (", and so is the vertical axis, so that large and small values fit "
+                                            "on one plot." if log_y else "."))
 
     def _show_comparison(self) -> None:
         comparison = self.state.comparison
@@ -388,7 +442,6 @@ class ComparePage(QWidget):
         if comparison is not None:
             for (label, epsilon) in comparison.examples:
                 self.example_choice.addItem(f"{label} at ε = {epsilon:.4g}", (label, epsilon))
-            self.rows = comparison.results.to_dict("records")
         self.example_choice.blockSignals(False)
         self.redraw_errors()
         self.redraw_example()
@@ -473,8 +526,19 @@ class ComparePage(QWidget):
             for key, diagnostic in release.diagnostics.items():
                 if _plottable(diagnostic):
                     self.diagnostic_choice.addItem(diagnostic.title, key)
+            if release.cells is not None:
+                self.diagnostic_choice.addItem("Error vs range size (this summary, internal)", SUMMARY_BY_RANGE)
+                self.diagnostic_choice.addItem("Error vs summary size (all summaries, internal)", SUMMARY_BY_SIZE)
         self.diagnostic_choice.blockSignals(False)
         self.redraw_detail()
+
+    def _summary_diagnostic(self, key: str, release):
+        """Query-error curves of cell summaries, computed on demand from the true data."""
+        data = self.state.comparison_dataset
+        if key == SUMMARY_BY_RANGE:
+            return error_vs_range_size(data, release)
+        examples = [r for r in self.state.comparison.examples.values() if r.cells is not None]
+        return error_vs_summary_size(data, examples)
 
     def redraw_detail(self) -> None:
         panel = self.detail_panel
@@ -484,7 +548,7 @@ class ComparePage(QWidget):
         if release is None or key is None:
             panel.set_caption("The selected mechanism has no detail plot.")
             return
-        diagnostic = release.diagnostics[key]
+        diagnostic = release.diagnostics[key] if key in release.diagnostics else self._summary_diagnostic(key, release)
         panel.title_label.setText(diagnostic.title)
         plot_diagnostic(panel, diagnostic)
 
@@ -510,10 +574,12 @@ def plot_diagnostic(panel: PlotPanel, diagnostic) -> None:
     rows_headers = [x_name]
     columns = [x]
     index = 0
+    ordered = bool(np.all(np.diff(x) >= 0))  # a curve; otherwise separate points (e.g. one per summary)
     for name in names[1:]:
         if arrays[name].size != x.size:
             continue
-        panel.add_series(name.replace("_", " "), x, arrays[name], index, symbol=None if x.size > 60 else "o")
+        panel.add_series(name.replace("_", " "), x, arrays[name], index,
+                         symbol=None if x.size > 60 and ordered else "o", line=ordered)
         rows_headers.append(name)
         columns.append(arrays[name])
         index += 1

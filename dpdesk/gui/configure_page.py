@@ -96,7 +96,7 @@ def param_widget(param, value, on_change):
         widget = QSpinBox()
         low = int(param.minimum) if param.minimum is not None else -10**9
         high = int(min(param.maximum, 2**31 - 1)) if param.maximum is not None else 2**31 - 1
-        optional = param.default is None and not param.required
+        optional = param.default is None  # "not set" until the steward gives a value (required ones say so)
         widget.setRange(low - 1 if optional else low, high)
         if optional:
             widget.setSpecialValueText("not set")

@@ -203,26 +203,46 @@ class PlotPanel(QFrame):
         self.plot.clear()
         self.legend.clear()
         self._series = []
+        self._items = {}
         self.readout.setText(" ")
+
+    def set_series(self, name: str, x, y, index: int, *, band=None) -> None:
+        """Add a curve, or update it in place if it exists (cheap enough for streaming redraws)."""
+        items = getattr(self, "_items", {})
+        if name not in items:
+            self.add_series(name, x, y, index, band=band)
+            return
+        curve, lower, upper = items[name]
+        x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        curve.setData(x, y)
+        if band is not None and lower is not None:
+            low, high = (np.asarray(b, dtype=float) for b in band)
+            ok = np.isfinite(low) & np.isfinite(high)
+            lower.setData(x[ok], low[ok])
+            upper.setData(x[ok], high[ok])
+        self._series = [(n, x, y) if n == name else (n, xs, ys) for n, xs, ys in self._series]
 
     def add_series(self, name: str, x, y, index: int, *, symbol: str | None = "o", band=None, line: bool = True):
         """A curve (with optional 95% band ``(low, high)``) remembered for hover and the table."""
         x = np.asarray(x, dtype=float)
         y = np.asarray(y, dtype=float)
+        lower = upper = None
         if band is not None:
             low, high = (np.asarray(b, dtype=float) for b in band)
             ok = np.isfinite(low) & np.isfinite(high)
-            if ok.sum() >= 2:
-                fill = QColor(colour(index))
-                fill.setAlpha(50)
-                lower = pg.PlotDataItem(x[ok], low[ok], pen=pg.mkPen(None))
-                upper = pg.PlotDataItem(x[ok], high[ok], pen=pg.mkPen(None))
-                self.plot.addItem(lower)
-                self.plot.addItem(upper)
-                self.plot.addItem(pg.FillBetweenItem(lower, upper, brush=pg.mkBrush(fill)))
+            fill = QColor(colour(index))
+            fill.setAlpha(50)
+            lower = pg.PlotDataItem(x[ok], low[ok], pen=pg.mkPen(None))
+            upper = pg.PlotDataItem(x[ok], high[ok], pen=pg.mkPen(None))
+            self.plot.addItem(lower)
+            self.plot.addItem(upper)
+            self.plot.addItem(pg.FillBetweenItem(lower, upper, brush=pg.mkBrush(fill)))
         item = self.plot.plot(x, y, pen=pen(index) if line else None, name=name, symbol=symbol, symbolSize=6,
                               symbolBrush=colour(index), symbolPen=pg.mkPen(colour(index)))
         self._series.append((name, x, y))
+        if not hasattr(self, "_items"):
+            self._items = {}
+        self._items[name] = (item, lower, upper)
         return item
 
     def set_caption(self, text: str) -> None:

@@ -15,6 +15,9 @@ from dpdesk.gui.wizard import ImportWizard
 
 @pytest.fixture
 def window(qtbot, dpdesk_home):
+    from dpdesk.gui.app import make_app
+
+    make_app()  # the app's own settings (pytest-qt's qapp already exists)
     w = MainWindow()
     qtbot.addWidget(w)
     w.show()
@@ -242,3 +245,43 @@ def test_many_qt_calls_do_not_crash(qtbot):
     for i in range(20_000):
         bar.setValue(i % 100)
     assert bar.value() == 99
+
+
+def test_cell_summaries_compare_and_release(window, qtbot, data_dir, tmp_path, dialogs):
+    cells = dpdesk.load(data_dir / "adult.data.gz", format="records", attributes=[1, 3, 5, 6, 7, 8, 9])
+    window.state.set_dataset(cells, {"path": str(data_dir / "adult.data.gz"), "format": "records",
+                                     "attributes": [1, 3, 5, 6, 7, 8, 9]})
+    assert not window.configure_page.bound_box.isVisible()  # no declared Δ for cell counts
+    tick(window, {"geometric", "filter2"})
+    window.state.set_configuration("filter2", target_size=7000, nonzeros=7000)
+    page = window.compare_page
+    page.epsilons.setText("1")
+    page.repeats.setValue(1)
+    page.run()
+    qtbot.waitUntil(lambda: window.state.comparison is not None or bool(dialogs), timeout=120_000)
+    assert not dialogs, dialogs
+    qtbot.waitUntil(lambda: not page.task.running, timeout=10_000)
+    keys = [page.metric.itemData(i) for i in range(page.metric.count())]
+    assert {"summary_size", "range_mae", "subset_mae"} <= set(keys)
+    page.metric.setCurrentIndex(page.metric.findData("range_mae"))
+    assert {name for name, _, _ in page.error_panel._series} == {"geometric", "filter2"}
+    page.example_choice.setCurrentIndex(page.example_choice.findText("filter2", Qt.MatchStartsWith))
+    choices = [page.diagnostic_choice.itemText(i) for i in range(page.diagnostic_choice.count())]
+    assert any("range size" in c for c in choices) and any("summary size" in c for c in choices)
+    page.diagnostic_choice.setCurrentIndex(page.diagnostic_choice.count() - 1)
+    assert page.detail_panel._series and "summary" in page.detail_panel.title_label.text().lower()
+    release_page = window.release_page
+    release_page.mechanism.setCurrentIndex(release_page.mechanism.findData("filter2"))
+    release_page.run()
+    qtbot.waitUntil(lambda: window.state.release is not None or bool(dialogs), timeout=60_000)
+    assert not dialogs, dialogs
+    assert window.state.release.cells is not None and release_page.table.model().rowCount() > 0
+    dialog = ExportDialog(window.state, window)
+    qtbot.addWidget(dialog)
+    dialog.folder.setText(str(tmp_path / "cells"))
+    dialog.pdf.setChecked(False)
+    dialog.start()
+    qtbot.waitUntil(lambda: bool(dialog.written) or bool(dialogs), timeout=60_000)
+    assert not dialogs, dialogs
+    table = pd.read_csv(tmp_path / "cells" / "release.csv")
+    assert list(table.columns)[:2] == ["cell", "label"] and len(table) == len(window.state.release.cells)
