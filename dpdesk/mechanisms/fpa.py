@@ -53,13 +53,19 @@ coordinates by up to γ more between neighbours, so the release uses sensitivity
 S + (2K + R)·γ and scale b = (S + (2K + R)·γ)/ε (``grid_scale``): exactly ε-DP for the
 computed coefficients.
 
-Floating point in the transform. The coefficients come from a floating-point FFT whose
-error is about 10⁻¹⁶·log₂ d·√d·‖c‖₂ per coefficient (for retail.dat, ~10⁻⁹, against a
-sensitivity of several hundred). It can shift the *computed* difference between
-neighbours by at most twice that, so the privacy loss is at most ε·(1 + 2(2K+R)·e/S):
-a relative excess of order 10⁻¹², far below anything measurable, but not a proven zero;
-``release.internal['fft_error_bound']`` records the bound for the data at hand
-(internal, it depends on the counts).
+Exact arithmetic in the transform. A floating-point FFT of the true counts carries a
+rounding error that depends on the data, so the computed coefficients of neighbours could
+differ by slightly more than the sensitivity. The release therefore does not use it: the
+kept coefficients are computed *exactly* as integer sums Σ_n c_n·C_kn with public
+dyadic weights C_kn = round(2²⁴·cos(2πkn/d))/2²⁴ (and likewise −sin). That is a fixed,
+public linear query, evaluated without any rounding (int64, and the results are exact
+multiples of 2⁻²⁴). Each weight is within 2⁻²⁵ of the true cosine or sine, so for a
+person's change set S the kept coordinates change by at most the exact DFT's amount plus
+(2K + R)·|S|·2⁻²⁵: the release uses S' = min(T, P) + (2K + R)·Δ'·2⁻²⁵ — about 10⁻⁷ of
+S. Cost: ρ·d integer products, done in blocks; above 3·10⁸ products (very large ρ·d) or
+2²⁹ cells in all, the exact sums would not fit and the release falls back to the
+floating-point FFT, whose error (about 10⁻¹⁶·log₂ d·√d·‖c‖₂, recorded internally as
+``fft_error_bound``) is then not charged — the public report says which path was used.
 
 Error to expect (public): the noise on each published count has variance
 2b²(R + 4K)/d² (each complex coefficient enters twice through its conjugate); on top of
@@ -114,6 +120,37 @@ def fpa_sensitivity(d: int, rho, bound: int):
     parseval = np.sqrt(np.multiply(rho, d * bound, dtype=np.float64))
     sensitivity = np.minimum(triangle, parseval)
     return float(sensitivity) if np.ndim(rho) == 0 else sensitivity
+
+
+WEIGHT_BITS = 24  # public dyadic weights of the exact transform
+EXACT_PRODUCTS = 3 * 10**8  # most ρ·d integer products the exact transform computes
+EXACT_CELLS = 2**29  # the exact sums stay below 2^53 (exact in float) up to this many cells
+_BLOCK = 1 << 14
+
+
+def weight_margin(d: int, rho: int, bound: int) -> float:
+    """Extra sensitivity of the dyadic weights: (2K + R)·Δ'·2⁻²⁵ (module notes)."""
+    real_only, complex_count = kept_slots(d, rho)
+    return (real_only + 2 * complex_count) * max(1, min(int(bound), int(d))) * 2.0 ** -(WEIGHT_BITS + 1)
+
+
+def exact_coefficients(counts: np.ndarray, rho: int) -> np.ndarray | None:
+    """F_0..F_{ρ−1} with the public dyadic weights, computed without rounding; None if too large."""
+    d = counts.size
+    total = int(counts.sum())
+    if rho * d > EXACT_PRODUCTS or total >= EXACT_CELLS:
+        return None
+    scale = float(2**WEIGHT_BITS)
+    k = np.arange(rho, dtype=np.int64)[:, None]
+    real = np.zeros(rho, dtype=np.int64)
+    imaginary = np.zeros(rho, dtype=np.int64)
+    for start in range(0, d, _BLOCK):
+        n = np.arange(start, min(d, start + _BLOCK), dtype=np.int64)
+        angle = (2.0 * math.pi / d) * ((k * n[None, :]) % d)  # kn reduced exactly before the float step
+        block = counts[start:start + n.size].astype(np.int64)
+        real += np.round(np.cos(angle) * scale).astype(np.int64) @ block
+        imaginary += np.round(-np.sin(angle) * scale).astype(np.int64) @ block
+    return (real.astype(np.float64) + 1j * imaginary.astype(np.float64)) / scale  # exact: |sums| < 2^53
 
 
 def pack(coefficients: np.ndarray, d: int) -> np.ndarray:
@@ -208,9 +245,10 @@ class _Fourier(Mechanism):
     def sensitivity(self, d: int, rho: int, bound: int) -> float:
         return fpa_sensitivity(d, rho, bound)
 
-    def noise_scale(self, d: int, rho: int, bound: int, epsilon: float) -> tuple[float, float, float]:
+    def noise_scale(self, d: int, rho: int, bound: int, epsilon: float,
+                    exact: bool = True) -> tuple[float, float, float]:
         """(sensitivity, grid width γ, noise scale b) for ρ kept coefficients (module notes)."""
-        sensitivity = self.sensitivity(d, rho, bound)
+        sensitivity = self.sensitivity(d, rho, bound) + (weight_margin(d, rho, bound) if exact else 0.0)
         real_only, complex_count = kept_slots(d, rho)
         gamma, scale = grid_scale(sensitivity, epsilon, real_only + 2 * complex_count)
         return sensitivity, gamma, scale
@@ -219,10 +257,14 @@ class _Fourier(Mechanism):
         d = data.n_items
         counts = bounded_counts(data.matrix, prepared, source)
         rho = self.choose_rho(counts, epsilon, params, d)
-        sensitivity, gamma, scale = self.noise_scale(d, rho, params["bound"], epsilon)
+        kept = exact_coefficients(counts, rho)
+        exact = kept is not None
+        spectrum = np.fft.rfft(counts.astype(np.float64))  # for the fallback and the internal diagnostics
+        if not exact:
+            kept = spectrum[:rho]
+        sensitivity, gamma, scale = self.noise_scale(d, rho, params["bound"], epsilon, exact=exact)
         real_only, complex_count = kept_slots(d, rho)
-        spectrum = np.fft.rfft(counts.astype(np.float64))
-        noisy = grid_laplace(pack(spectrum[:rho], d), scale, gamma, source)
+        noisy = grid_laplace(pack(kept, d), scale, gamma, source)
         values = reconstruct(unpack(noisy, d, rho), d)
         if params["clamp"]:
             values = np.maximum(values, 0.0)
@@ -240,7 +282,8 @@ class _Fourier(Mechanism):
         release = self.new_release(data, epsilon, params, budget, source, values=values, diagnostics=diagnostics,
                                    internal=internal)
         release.report["noise"] = {"kept_coefficients": rho, "sensitivity": sensitivity, "grid": gamma,
-                                   "scale": scale}
+                                   "scale": scale, "transform": "exact integer sums with public dyadic weights"
+                                   if exact else "floating-point FFT (too large for the exact sums)"}
         return release
 
     @staticmethod

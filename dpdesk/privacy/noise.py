@@ -214,7 +214,11 @@ def grid_laplace(values, scale: float, gamma: float, source: RandomSource) -> np
     derivation) so that the rounding's extra sensitivity is paid for.
     """
     values = np.asarray(values, dtype=np.float64)
-    units = np.round(values / gamma).astype(np.int64)
+    scaled = values / gamma
+    if scaled.size and np.max(np.abs(scaled)) >= 2.0**52:
+        raise ParameterError("The values are too large for this grid (more than 2^52 grid steps); "
+                             "use a coarser grid.")
+    units = np.round(scaled).astype(np.int64)
     noisy = units + discrete_laplace(source, scale / gamma, units.size).reshape(units.shape)
     return noisy.astype(np.float64) * gamma
 
