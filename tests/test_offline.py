@@ -198,16 +198,26 @@ def test_install_offline_refuses_a_folder_that_is_not_a_wheelhouse(tmp_path):
 
 # --- the offline installation from a wheelhouse -------------------------------------------
 
-def registry_reachable(tmp_path: Path) -> bool:
-    """Can pip download anything at all from its index (no cache)? Asks pip, names no host."""
+NETWORK_ERRORS = ("Failed to establish a new connection", "Temporary failure in name resolution",
+                  "Network is unreachable", "Connection refused", "ProxyError", "Read timed out",
+                  "ConnectTimeoutError", "No route to host")
+
+
+def registry_unreachable(tmp_path: Path, build_output: str) -> bool:
+    """No network to the registry at all: the build failed on connections, and pip cannot
+    download anything from its default index either (no cache, no local configuration)."""
+    if not any(error in build_output for error in NETWORK_ERRORS):
+        return False
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env["PIP_CONFIG_FILE"] = os.devnull
     try:
         probe = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-cache-dir",
-             "--only-binary=:all:", "--dest", str(tmp_path / "probe"), "colorama==0.4.6"],
-            capture_output=True, text=True, timeout=180)
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-cache-dir", "--retries", "1",
+             "--timeout", "20", "--only-binary=:all:", "--dest", str(tmp_path / "probe"), "colorama==0.4.6"],
+            env=env, capture_output=True, text=True, timeout=180)
     except subprocess.TimeoutExpired:
-        return False
-    return probe.returncode == 0
+        return True
+    return probe.returncode != 0
 
 
 def packaging_env() -> dict[str, str]:
@@ -223,7 +233,7 @@ def test_offline_install_from_the_wheelhouse(tmp_path):
     build = subprocess.run(["bash", str(PACKAGING / "build-wheelhouse.sh"), str(wheelhouse)],
                            env=packaging_env(), capture_output=True, text=True, timeout=1800)
     if build.returncode != 0:
-        if not in_ci() and not registry_reachable(tmp_path):
+        if not in_ci() and registry_unreachable(tmp_path, build.stdout + build.stderr):
             pytest.skip("the package registry cannot be reached from here, so no wheelhouse can be "
                         "built (the offline install check runs in CI)")
         pytest.fail(f"build-wheelhouse.sh failed:\n{build.stdout}\n{build.stderr}")
