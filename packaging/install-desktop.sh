@@ -72,7 +72,8 @@ while IFS= read -r line; do
 done < "$here/dpdesk.desktop" > "$apps/dpdesk.desktop.tmp"
 mv "$apps/dpdesk.desktop.tmp" "$apps/dpdesk.desktop"
 if command -v desktop-file-validate >/dev/null 2>&1; then
-  desktop-file-validate "$apps/dpdesk.desktop" || fail "the menu entry did not validate."
+  # (its hint that Office;Science; may list dpdesk under both menus is the intent)
+  report="$(desktop-file-validate "$apps/dpdesk.desktop" 2>&1)" || fail "the menu entry did not validate: $report"
 fi
 refresh
 echo "Added $version to the menu: $apps/dpdesk.desktop (starts $exe)."

@@ -90,7 +90,8 @@ def test_the_socket_guard_blocks_connections(socket_guard):
     assert len(socket_guard) == 5
 
 
-def test_a_release_opens_no_network_connection(socket_guard, dpdesk_home, tmp_path, capsys):
+def test_a_release_opens_no_network_connection(qapp, socket_guard, dpdesk_home, tmp_path, capsys):
+    # qapp: pytest-qt's QApplication, so the PDF report never leaves a bare QGuiApplication behind
     data = dpdesk.load(sample_path())
     assert data.summary()["rows"] == 9835
     result = dpdesk.release(data, "lpa", epsilon=0.69, bound=20)
@@ -257,9 +258,12 @@ def test_offline_install_from_the_wheelhouse(tmp_path):
 
     # a damaged copy is refused before anything is installed
     damaged = tmp_path / "damaged"
-    shutil.copytree(wheelhouse, damaged, ignore=shutil.ignore_patterns("dpdesk-*.whl"))
-    original = next(wheelhouse.glob("dpdesk-*.whl"))
-    (damaged / original.name).write_bytes(original.read_bytes() + b"\0")
+    shutil.copytree(wheelhouse, damaged, ignore=shutil.ignore_patterns("*.whl"))
+    for wheel in wheelhouse.glob("*.whl"):
+        if wheel.name.startswith("dpdesk-"):
+            (damaged / wheel.name).write_bytes(wheel.read_bytes() + b"\0")
+        else:
+            (damaged / wheel.name).symlink_to(wheel)
     venv = tmp_path / "damaged-venv"
     run = subprocess.run(["bash", str(damaged / "install-offline.sh"), str(damaged), str(venv)],
                          env=packaging_env(), capture_output=True, text=True, timeout=600)
