@@ -61,6 +61,22 @@ class BudgetError(DpdeskError):
     title = "Privacy budget exceeded"
 
 
+class ChargedRefusal(DpdeskError):
+    """A release stopped *after* it used the data (e.g. a noisy estimate came out too large).
+
+    The decision depended on the data, so the ε (and δ) already spent is charged: the
+    workflow records ``budget`` in the ledger as spent, whether or not anything is
+    published, and says so. Refusals that depend only on declared inputs are plain
+    ``ParameterError``s raised before the data is read.
+    """
+
+    title = "Release stopped (budget spent)"
+
+    def __init__(self, message: str, budget):
+        self.budget = budget
+        super().__init__(message)
+
+
 class ExportError(DpdeskError):
     """An output file cannot be written (exists, exploration result, unwritable place)."""
 

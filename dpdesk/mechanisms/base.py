@@ -178,6 +178,11 @@ class Release:
         return self.budget.spent
 
     @property
+    def delta(self) -> float:
+        """0 for a pure ε-DP release; otherwise the δ of an (ε, δ) guarantee (stated in the report)."""
+        return self.budget.delta
+
+    @property
     def budget_split(self) -> list[dict]:
         return self.budget.as_list()
 

@@ -2,7 +2,10 @@
 
 Sequential composition: the sub-steps' ε add up to the total. :meth:`BudgetSplit.check`
 refuses a split that does not (up to 1e-9 relative), so a mechanism cannot silently
-spend more than it claims.
+spend more than it claims. A step may also spend a δ (an (ε, δ) step, e.g. private
+partition selection, or a sampler whose floating-point probabilities are bounded rather
+than exact); the δ of the steps add up too (basic composition), and a release with
+``delta > 0`` is (ε, δ)-DP, which its report and ledger entry state.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ class BudgetStep:
     name: str
     epsilon: float
     description: str = ""
+    delta: float = 0.0
 
 
 @dataclass
@@ -24,15 +28,22 @@ class BudgetSplit:
     total: float
     steps: list[BudgetStep] = field(default_factory=list)
 
-    def add(self, name: str, epsilon: float, description: str = "") -> "BudgetSplit":
+    def add(self, name: str, epsilon: float, description: str = "", *, delta: float = 0.0) -> "BudgetSplit":
         if not epsilon > 0:
             raise ParameterError(f"The budget step '{name}' must spend a positive ε.")
-        self.steps.append(BudgetStep(name, float(epsilon), description))
+        if not 0.0 <= delta < 1.0:
+            raise ParameterError(f"The budget step '{name}' must have a δ in [0, 1), not {delta!r}.")
+        self.steps.append(BudgetStep(name, float(epsilon), description, float(delta)))
         return self
 
     @property
     def spent(self) -> float:
         return sum(step.epsilon for step in self.steps)
+
+    @property
+    def delta(self) -> float:
+        """The δ of the whole release (0 for pure ε-DP): the steps' δ add up."""
+        return sum(step.delta for step in self.steps)
 
     def check(self) -> "BudgetSplit":
         if not self.steps:
@@ -42,7 +53,8 @@ class BudgetSplit:
         return self
 
     def as_list(self) -> list[dict]:
-        return [{"step": s.name, "epsilon": s.epsilon, "share": s.epsilon / self.total, "description": s.description}
+        return [{"step": s.name, "epsilon": s.epsilon, "share": s.epsilon / self.total, "description": s.description,
+                 **({"delta": s.delta} if s.delta else {})}
                 for s in self.steps]
 
     @classmethod
