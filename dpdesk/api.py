@@ -6,6 +6,7 @@ import threading
 import weakref
 
 from . import mechanisms as registry
+from .data.domain import require_domain
 from .errors import ParameterError
 from .mechanisms.base import Mechanism, Release
 from .privacy.budget import check_epsilon
@@ -49,17 +50,28 @@ def release(data, mechanism_id: str, *, epsilon, rng=None, progress: ProgressFn 
     ``rng=None`` is release mode (the operating system's CSPRNG; the result can be
     exported); an int seed or a ``numpy.random.Generator`` is exploration mode
     (reproducible, marked, never exportable). Mechanism parameters are keyword
-    arguments, e.g. ``bound=20`` for the declared Δ.
+    arguments, e.g. ``bound=20`` for the declared Δ. A release needs the data's item (or
+    cell) domain declared — ``dpdesk.declare(data, items=…)`` — because it publishes it;
+    exploration runs may use the data's own labels (they are never published).
     """
     mechanism, eps, values = validate(data, mechanism_id, epsilon, params)
     if not mechanism.releasable and rng is None:
         raise ParameterError(f"'{mechanism_id}' is a non-private comparison aid; it can only run in "
                              "exploration mode (with a seed), never as a release.")
     source = resolve(rng)
+    if source.secure:
+        require_domain(data)  # a release publishes its domain: it must have been declared
     prepared = prepare(data, mechanism, eps, values, progress=progress, cancel=cancel)
     if cancel is not None:
         cancel.check()
     result = mechanism.run(data, prepared, eps, values, source)
     if source.secure:
-        result.dataset_fingerprint = data.fingerprint
+        result.dataset_fingerprint = content_fingerprint(data)
     return result
+
+
+def content_fingerprint(data) -> str:
+    """The fingerprint of the data as read (before projection onto a declared domain)."""
+    while getattr(data, "origin", None) is not None:
+        data = data.origin
+    return data.fingerprint

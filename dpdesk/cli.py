@@ -140,34 +140,70 @@ def _mechanism_params(args) -> dict:
     return params
 
 
-def cmd_release(args) -> int:
-    from .workflow import release_to_files
+def _declaration(args):
+    """The item (or cell) domain declaration of ``release`` (None when neither option is given)."""
+    from .data.domain import parse_items_option
 
+    if args.items is not None and args.domains is not None:
+        raise ParameterError("Give --items (incidence data) or --domains (a table of cells), not both.")
+    cells = args.domains is not None or args.domains_are_public
+    return parse_items_option(args.domains if cells else args.items,
+                              public=args.domains_are_public if cells else args.items_are_public,
+                              delta=args.delta, share=args.discover_share, bound=args.discover_bound, cells=cells)
+
+
+def cmd_release(args) -> int:
+    from .data import load
+    from .workflow import default_dataset_name, release_to_files
+
+    items = _declaration(args)
     if args.project:
         from .project import Project
 
         project = Project.load(args.project)
-        data = project.load_data()
         choice = project.release_choice()
         mechanism = args.mechanism or choice["mechanism"]
         epsilon = args.epsilon if args.epsilon is not None else choice["epsilon"]
         params = dict(choice.get("params", {}))
         params.update(_mechanism_params(args))
         chosen_how = args.chosen_how or choice.get("chosen_how")
+        items = items or project.items_declaration()
+        dataset = args.dataset or choice.get("dataset") or default_dataset_name(project.data.get("path", ""))
+
+        def read(cell_domains=None):
+            return project.load_data(**({"domains": cell_domains} if cell_domains else {}))
     else:
         if not args.file:
             raise ParameterError("Give a data FILE (or --project FILE).")
         if not args.mechanism or args.epsilon is None:
             raise ParameterError("Give --mechanism and --epsilon (see `dpdesk mechanisms`).")
-        data = _load(args)
         mechanism, epsilon, params = args.mechanism, args.epsilon, _mechanism_params(args)
         chosen_how = args.chosen_how
+        dataset = args.dataset or args.name or default_dataset_name(args.file)
+
+        def read(cell_domains=None):
+            options = _import_options(args)
+            if cell_domains:
+                options["domains"] = cell_domains
+            return load(args.file, format=args.format, **options)
     reports = [r.strip() for r in (args.report or "").split(",") if r.strip()]
-    written = release_to_files(data, mechanism, epsilon, params, Path(args.out), force=args.force,
-                               formats=[f.strip() for f in args.formats.split(",") if f.strip()],
-                               reports=reports, internal_report=args.internal_report,
-                               chosen_how=chosen_how, override_cap=args.override_cap)
+    formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+    written = release_to_files(read, mechanism, epsilon, params, Path(args.out), dataset=dataset, items=items,
+                               force=args.force, formats=formats, reports=reports,
+                               internal_report=args.internal_report, internal_dir=args.internal_out,
+                               chosen_how=chosen_how, override_cap=args.override_cap,
+                               override_name=args.override_dataset_check)
     for path in written:
+        print(path)
+    return 0
+
+
+def cmd_export(args) -> int:
+    from .workflow import reexport
+
+    reports = [r.strip() for r in (args.report or "").split(",") if r.strip()]
+    formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+    for path in reexport(args.entry, Path(args.out), formats=formats, reports=reports, force=args.force):
         print(path)
     return 0
 
@@ -238,6 +274,12 @@ def cmd_plan(args) -> int:
 def cmd_ledger(args) -> int:
     from .privacy.ledger import Ledger
 
+    if args.ledger_command == "new":
+        entry = Ledger(_ledger_path()).start_new(args.reason)
+        print(f"Started a new budget ledger ({entry.parameters['ledger'][:8]}…); the reason is recorded in its "
+              "first entry." + (f" The old ledger was kept as {entry.parameters['replaces']['retired_file']}."
+                                if (entry.parameters.get("replaces") or {}).get("retired_file") else ""))
+        return 0
     ledger = Ledger.open()
     if args.ledger_command == "list":
         entries = ledger.entries(dataset=args.dataset)
@@ -245,35 +287,62 @@ def cmd_ledger(args) -> int:
         if args.json:
             print(json.dumps([e.public_dict() for e in entries], indent=2, ensure_ascii=False))
         else:
-            if not entries:
+            shown = [e for e in entries if e.kind != "genesis"]
+            if not shown:
                 print("The ledger has no releases" + (f" for {args.dataset}" if args.dataset else "") + ".")
-            for e in entries:
-                print(f"#{e.id:<4} {e.time}  {e.dataset_name} ({e.fingerprint[:12]})  {e.mechanism:<12} "
-                      f"ε = {e.epsilon:.4g}{'  [cap overridden]' if e.cap_overridden else ''}")
-            for fingerprint, (name, total, cap) in ledger.totals(dataset=args.dataset).items():
-                cap_text = f" of cap {cap:g}" if cap is not None else " (no cap set)"
-                print(f"Total for {name or 'dataset'} ({fingerprint[:12]}): ε = {total:.4g}{cap_text}")
+            for e in shown:
+                if e.kind == "cap":
+                    cap = "no cap" if e.cap is None else f"cap ε = {e.cap:g}"
+                    print(f"#{e.id:<4} {e.time}  {e.dataset}: {cap} — {e.reason}")
+                    continue
+                delta = f", δ = {e.delta:.3g}" if e.delta else ""
+                flags = "".join(f"  [{o} overridden]" for o in e.overrides)
+                what = "stopped after using the data" if e.kind == "charged" else e.mechanism
+                print(f"#{e.id:<4} {e.time}  {e.dataset} ({e.fingerprint[:12]})  {what:<12} "
+                      f"ε = {e.epsilon:.4g}{delta}{flags}")
+            totals = ledger.totals()
+            for name, status in totals.items():
+                if args.dataset and name != args.dataset:
+                    continue
+                cap_text = f" of cap {status.cap:g}" if status.cap is not None else " (no cap)"
+                delta = f", δ = {status.delta:.3g}" if status.delta else ""
+                print(f"Total for {name}: ε = {status.spent:.4g}{delta}{cap_text}")
         if problem is not None:
-            print(f"dpdesk: warning: the ledger is broken at entry #{problem.entry_id}: {problem.reason}. "
-                  "The figures above cannot be trusted.", file=sys.stderr)
+            print(f"dpdesk: warning: the ledger is broken at {problem}. The figures above cannot be trusted.",
+                  file=sys.stderr)
         return 0
     if args.ledger_command == "verify":
         problem = ledger.verify()
-        if problem is None:
-            last_id, head_hash = ledger.head()
-            print(f"The ledger is intact ({last_id} entries, hash chain verified). Last entry's hash: {head_hash}")
-            return 0
-        print(f"dpdesk: the ledger is broken at entry #{problem.entry_id}: {problem.reason}", file=sys.stderr)
-        return 1
+        if problem is not None:
+            print(f"dpdesk: the ledger is broken at {problem}", file=sys.stderr)
+            return 1
+        failed = 0
+        for folder in args.release or []:
+            mismatch = ledger.verify_export(folder)
+            if mismatch is None:
+                print(f"{folder}: matches the ledger")
+            else:
+                failed += 1
+                print(f"dpdesk: {folder}: {mismatch}", file=sys.stderr)
+        if failed:
+            return 1
+        last_id, head_hash = ledger.head()
+        print(f"The ledger is intact ({last_id} entries, hash chain verified). Last entry's hash: {head_hash}")
+        return 0
     if args.ledger_command == "cap":
-        fingerprint = ledger.set_cap(args.fingerprint, args.epsilon)
-        if args.epsilon is None:
-            print(f"Cap for {fingerprint[:12]} removed.")
-        else:
-            spent = ledger.status(fingerprint).spent
-            print(f"Cap for {fingerprint[:12]} set to ε = {args.epsilon:g} (spent so far: ε = {spent:.4g}).")
+        entry = ledger.set_cap(args.dataset, args.epsilon, args.reason)
+        status = ledger.status(entry.dataset)
+        cap = "removed" if args.epsilon is None else f"set to ε = {args.epsilon:g}"
+        print(f"Cap for {entry.dataset} {cap} (spent so far: ε = {status.spent:.4g}); recorded as entry #{entry.id}.")
         return 0
     return EXIT_USAGE  # pragma: no cover
+
+
+def _ledger_path():
+    from .paths import user_data_dir
+    from .privacy.ledger import LEDGER_FILE
+
+    return user_data_dir() / LEDGER_FILE
 
 
 def _cap_value(text: str) -> float | None:
@@ -349,8 +418,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
     p.add_argument("--override-cap", action="store_true", help="release even if it exceeds the dataset's budget cap (recorded)")
     p.add_argument("--chosen-how", help="how the mechanism was chosen (goes into the public report)")
+    p.add_argument("--dataset", help="which people the data is about: the budget ledger adds up every release "
+                                     "under this name (default: the file's name without extension)")
+    p.add_argument("--override-dataset-check", action="store_true",
+                   help="release although this exact data was already released under another dataset name (recorded)")
+    domain = p.add_argument_group("declared domain (required: the release publishes it)")
+    domain.add_argument("--items", help="the items the release lists: a label FILE (one per line, or a .csv with a "
+                                        "header), range:D (ids 0..D-1), from-data (with --items-are-public), or "
+                                        "discover (with --delta)")
+    domain.add_argument("--items-are-public", action="store_true",
+                        help="state that the data file's own item labels are public (e.g. a product catalogue); "
+                             "recorded in the report in those words")
+    domain.add_argument("--domains", help="cell tables: a JSON FILE of attribute values "
+                                          '({"attribute": ["value", …] or "range:N"}), from-data (with '
+                                          "--domains-are-public), or discover (with --delta)")
+    domain.add_argument("--domains-are-public", action="store_true",
+                        help="state that the attribute values in the data file are public; recorded in the report")
+    domain.add_argument("--delta", type=float, help="discover: the small probability δ (e.g. 1e-6) that a label held "
+                                                    "by very few people is listed")
+    domain.add_argument("--discover-share", type=float, help="discover: the share of ε spent finding the labels "
+                                                             "(default 0.1)")
+    domain.add_argument("--discover-bound", type=int, help="discover: the most items one person contributes to the "
+                                                           "discovery (default: the mechanism's --bound)")
+    p.add_argument("--internal-out", help="folder for the internal report (default: internal-reports/ in dpdesk's "
+                                          "own folder; never the public output folder)")
     _add_import_arguments(p)
     p.set_defaults(func=cmd_release)
+
+    p = sub.add_parser("export", help="write a recorded release's files again from the ledger (no new noise)")
+    p.add_argument("--entry", type=int, required=True, help="the release's ledger entry number (dpdesk ledger list)")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--formats", default="csv,json", help="release files: csv, json, parquet (default csv,json)")
+    p.add_argument("--report", help="public privacy report formats: html, pdf (e.g. html,pdf)")
+    p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("compare", help="compare mechanisms over an ε grid on the true data (internal)")
     p.add_argument("file")
@@ -378,13 +479,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ledger", help="the privacy budget ledger")
     ledger = p.add_subparsers(dest="ledger_command", parser_class=_Parser, required=True)
-    q = ledger.add_parser("list", help="list releases and totals")
-    q.add_argument("--dataset", help="only this dataset fingerprint (or its prefix)")
-    q.add_argument("--json", action="store_true")
-    q = ledger.add_parser("verify", help="check the hash chain (exit 1 if broken)")
-    q = ledger.add_parser("cap", help="set a dataset's ε cap")
-    q.add_argument("fingerprint", help="the dataset's fingerprint (`dpdesk inspect FILE`), or a unique prefix")
+    q = ledger.add_parser("list", help="list releases, caps and totals")
+    q.add_argument("--dataset", help="only this dataset (its declared name)")
+    q.add_argument("--json", action="store_true", help="print the entries as JSON")
+    q = ledger.add_parser("verify", help="check the hash chain and the head (exit 1 if broken)")
+    q.add_argument("--release", nargs="+", metavar="DIR", help="also check exported release folders against the ledger")
+    q = ledger.add_parser("cap", help="set a dataset's ε cap (recorded with a reason)")
+    q.add_argument("dataset", help="the dataset's declared name")
     q.add_argument("epsilon", type=_cap_value, help="the most ε all releases of the dataset may spend ('none': no cap)")
+    q.add_argument("--reason", required=True, help="why the cap changes (recorded in the ledger)")
+    q = ledger.add_parser("new", help="start a new ledger (the old one is kept; the reason is recorded)")
+    q.add_argument("--reason", required=True, help="why a new ledger is started (recorded in its first entry)")
     p.set_defaults(func=cmd_ledger)
     return parser
 

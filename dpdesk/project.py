@@ -21,7 +21,8 @@ class Project:
     data: dict = field(default_factory=dict)  # {"path": ..., "format": ..., "options": {...}}
     mechanisms: list[dict] = field(default_factory=list)  # [{"mechanism": id, "params": {...}, "label": ...}]
     compare: dict = field(default_factory=dict)  # {"epsilons": [...], "repeats": n, "seed": s}
-    release: dict = field(default_factory=dict)  # {"mechanism": id, "epsilon": e, "params": {...}, "chosen_how": ...}
+    # {"mechanism": id, "epsilon": e, "params": {...}, "chosen_how": ..., "dataset": name, "items": declaration}
+    release: dict = field(default_factory=dict)
     path: Path | None = None
 
     def to_json(self, base: Path | None = None) -> dict:
@@ -68,6 +69,13 @@ class Project:
             raise ParameterError("The project does not name a data file.")
         options = dict(self.data.get("options") or {})
         return load(self.data["path"], format=self.data.get("format", "auto"), **options, **kwargs)
+
+    def items_declaration(self):
+        """How the release's item (or cell) domain is declared (``None`` if the project does not say)."""
+        from .data.domain import DomainDeclaration
+
+        value = self.release.get("items")
+        return None if value is None else DomainDeclaration.from_json(value)
 
     def release_choice(self) -> dict:
         if not self.release.get("mechanism") or self.release.get("epsilon") is None:

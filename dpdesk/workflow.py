@@ -1,36 +1,65 @@
 """The steward's workflow steps, shared by the CLI and the GUI (neither holds DP logic).
 
-:func:`release_to_files` is the one way a release leaves dpdesk:
+:func:`release_to_files` is the one way a release leaves dpdesk, in this order:
 
-1. check mechanism, ε and parameters, and that no output file would be overwritten;
-2. check the budget ledger's cap for this dataset — refused *before any noise is drawn*
-   unless explicitly overridden;
-3. run the mechanism with the operating system's CSPRNG;
-4. render the release files in memory and hash them;
-5. record the release in the ledger (one SQLite transaction);
-6. write release files and reports atomically.
+1. **Before the data is read** (:func:`check_request`): mechanism, ε and parameters; the
+   declared item (or cell) domain — a release publishes it, so it must be declared; the
+   checks a mechanism makes against the domain (e.g. FPA's ρ against d); the dataset's
+   budget cap in the ledger; the output folder (a folder, writable, no clashing files, and
+   a lock against another release to it). Every refusal here is decided from declared
+   inputs and spends nothing.
+2. Read the data; the ledger checks that this content was not already released under
+   another dataset name (renaming must not reset the budget).
+3. Apply the declared domain (:mod:`dpdesk.data.domain`): items outside it are dropped,
+   or, for ``discover``, the domain is chosen privately with a share of ε and a δ.
+4. Run the mechanism with the operating system's CSPRNG.
+5. Record the release in the ledger — the ε is spent from here on, and the released
+   values are kept in the entry, so ``dpdesk export --entry N`` can always write the files
+   again without new noise.
+6. Write the files: staged outside the public folder, moved in at the end; the internal
+   report never goes into the public folder.
 
-A crash before 5 publishes nothing; a crash between 5 and 6 leaves a ledger entry without
-files, which over-counts the budget (the safe direction).
+A step that stops after the data was used (a mechanism's :class:`~dpdesk.errors.ChargedRefusal`,
+or a discovered domain that leaves nothing to release) is recorded as spent, and says so.
+A crash before 5 publishes and spends nothing; after 5, every error says the ε was
+recorded and how to write the files.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from . import api
-from .errors import ParameterError
-from .report.export import (RELEASE_FORMATS, check_targets, render_release, require_release, sha256_bytes,
-                            write_files)
+from . import mechanisms as registry
+from .data.domain import (DOMAINS_CHOICES_TEXT, HOW_DISCOVERED, HOW_LIST, HOW_PUBLIC_DATA, ITEMS_CHOICES_TEXT,
+                          CellDomain, DomainDeclaration, PublicView, cell_domain_of, declared_domain,
+                          discover_cell_domains, discover_items, project, public_data_domain, read_domains_file,
+                          restrict_cells)
+from .errors import ChargedRefusal, DpdeskError, ExportError, ParameterError
+from .privacy.budget import BudgetSplit, check_epsilon
+from .report.export import RELEASE_FORMATS, render_release, require_release, sha256_bytes
 from .tasks import CancelToken, ProgressFn, no_progress
 
 DEFAULT_CHOSEN = "chosen before looking at results"
 REPORT_FILES = {"html": "privacy-report.html", "pdf": "privacy-report.pdf"}
 INTERNAL_REPORT_FILE = "internal-report-NOT-FOR-PUBLICATION.html"
+DATA_FILES = ("release.csv", "release.parquet")  # their hashes go into the ledger entry
+STAGING_PREFIX = ".dpdesk-staging-"
 
 
-def output_names(formats, reports, internal_report: bool) -> list[str]:
+def output_names(formats, reports) -> list[str]:
+    """The public files an export writes (the internal report goes elsewhere)."""
+    formats, reports = list(formats), list(reports)
+    if not formats:
+        raise ParameterError("Choose at least one release format (csv, json, parquet).")
     unknown = [f for f in formats if f not in RELEASE_FORMATS]
     if unknown:
         raise ParameterError(f"Unknown release format(s): {', '.join(unknown)}; choose from "
@@ -40,103 +69,525 @@ def output_names(formats, reports, internal_report: bool) -> list[str]:
         if r not in REPORT_FILES:
             raise ParameterError(f"Unknown report format '{r}'; choose html and/or pdf.")
         names.append(REPORT_FILES[r])
-    if internal_report:
-        names.append(INTERNAL_REPORT_FILE)
     return names
 
 
-def secure_release(data, mechanism_id: str, epsilon, params: dict, *, chosen_how: str | None = None,
-                   override_cap: bool = False, ledger=None, formats=("csv",),
-                   progress: ProgressFn | None = None, cancel: CancelToken | None = None):
-    """Steps 2–5: ledger check, secure run, hashes of the rendered files, ledger record.
+def default_dataset_name(path) -> str:
+    """The dataset name when none is declared: the file's name without extension(s)."""
+    name = Path(str(path)).name
+    for suffix in (".gz",):
+        name = name.removesuffix(suffix)
+    stem = name.rsplit(".", 1)[0] if "." in name.strip(".") else name
+    return stem or name
 
-    Returns ``(release, files)``: the release (recorded in the ledger, its entry id in
-    ``release.report['ledger_entry']``) and the rendered release files by name. The GUI
-    calls this when the steward presses *Run release* — the budget is spent from then on,
-    whether or not the files are exported later.
+
+def internal_reports_dir() -> Path:
+    """Where internal reports go by default: the steward's dpdesk folder, never a public one."""
+    from .paths import user_data_dir
+
+    return user_data_dir() / "internal-reports"
+
+
+# --- the output folder: checked and locked before any noise -----------------------------------------
+
+@dataclass
+class ExportTarget:
+    """An output folder checked for an export and locked against other releases to it.
+
+    Use as a context manager (or call :meth:`close`): the lock is held until then.
     """
-    from .privacy.ledger import Ledger
 
-    progress = progress or no_progress
-    mechanism, eps, values = api.validate(data, mechanism_id, epsilon, params)
+    folder: Path
+    names: list[str]
+    force: bool = False
+    _lock: object = field(default=None, repr=False)
+
+    def __enter__(self) -> "ExportTarget":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._lock is not None:
+            try:
+                fcntl.flock(self._lock, fcntl.LOCK_UN)
+            finally:
+                self._lock.close()
+                self._lock = None
+
+
+def prepare_export(out_dir, names, *, force: bool = False) -> ExportTarget:
+    """Check the output folder for ``names`` and lock it; ``ExportError`` (nothing spent) if unusable.
+
+    The folder may exist (then it must be a writable folder) or be creatable; no file of
+    ``names`` may exist unless ``force``; no other release may be writing to it.
+    """
+    folder = Path(out_dir).expanduser()
+    absolute = Path(os.path.abspath(folder))
+    existing = absolute
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        what = "is a file" if existing == absolute else f"lies under {existing}, which is a file"
+        raise ExportError(f"The output folder {folder} {what}. Choose a folder. No noise was drawn.")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ExportError(f"Cannot write to {existing}: permission denied. Choose another output folder. "
+                          "No noise was drawn.")
+    for name in names:
+        path = absolute / name
+        if path.is_dir():
+            raise ExportError(f"{folder / name} is a folder; cannot write a file there. No noise was drawn.")
+        if path.exists() and not force:
+            raise ExportError(f"{folder / name} already exists. Choose another folder, or allow overwriting "
+                              "(--force on the command line). No noise was drawn.")
+    lock = _lock_folder(absolute)
+    if not force:  # the folder may have changed while we waited for nothing: check again under the lock
+        for name in names:
+            if (absolute / name).exists():
+                fcntl.flock(lock, fcntl.LOCK_UN)
+                lock.close()
+                raise ExportError(f"{folder / name} already exists. No noise was drawn.")
+    return ExportTarget(absolute, list(names), force, lock)
+
+
+def _lock_folder(folder: Path):
+    from .paths import user_data_dir
+
+    locks = user_data_dir() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    key = hashlib.sha256(os.fsencode(os.path.realpath(folder))).hexdigest()[:32]
+    handle = open(locks / f"{key}.lock", "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise ExportError(f"Another release is being written to {folder} right now. Wait for it to finish, or "
+                          "choose another folder. No noise was drawn.") from None
+    return handle
+
+
+def write_export(target: ExportTarget, files: dict[str, bytes]) -> list[Path]:
+    """Write ``{name: bytes}`` into the target folder, whole or not at all.
+
+    Every file is first written and fsynced in a staging folder beside the target (never
+    inside it), then moved in. When the target folder does not exist yet, the staging
+    folder itself is renamed into place: all files appear at once. Otherwise each file is
+    replaced atomically. Stale staging folders of crashed exports are cleared first.
+    """
+    folder = target.folder
+    parent = folder.parent
+    _clear_stale_staging(parent, folder.name)
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=parent, prefix=f"{STAGING_PREFIX}{folder.name}-"))
+        os.chmod(staging, 0o777 & ~_umask())  # mkdtemp makes it owner-only; the folder it becomes should not be
+    except PermissionError:
+        raise ExportError(f"Cannot write to {parent}: permission denied.") from None
+    except OSError as error:
+        raise ExportError(f"Cannot write the release files in {parent}: {error.strerror or error}.") from None
+    try:
+        for name, content in files.items():
+            with open(staging / name, "wb") as handle:
+                handle.write(content)
+                handle.flush()
+                os.fsync(handle.fileno())
+        _fsync_dir(staging)
+        if not folder.exists():
+            os.rename(staging, folder)  # all files appear at once
+            staging = None
+        else:
+            for name in files:
+                if (folder / name).exists() and not target.force:
+                    raise ExportError(f"{folder / name} appeared while writing; nothing was overwritten.")
+            for name in files:
+                os.replace(staging / name, folder / name)
+        _fsync_dir(folder)
+        _fsync_dir(parent)
+    except PermissionError as error:
+        raise ExportError(f"Cannot write to {error.filename or folder}: permission denied.") from None
+    except OSError as error:
+        raise ExportError(f"Cannot write the release files: {error.strerror or error}.") from None
+    finally:
+        if staging is not None and staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return [folder / name for name in files]
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _clear_stale_staging(parent: Path, name: str) -> None:
+    """Remove staging folders left by a crashed export to the same folder (public content only)."""
+    if not parent.is_dir():
+        return
+    pattern = re.compile(re.escape(f"{STAGING_PREFIX}{name}-") + r"[A-Za-z0-9_]+$")
+    for entry in parent.iterdir():
+        if pattern.match(entry.name) and entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _fsync_dir(folder) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# --- before the data is read ----------------------------------------------------------------------
+
+@dataclass
+class Declared:
+    """What :func:`check_request` established before the data was read."""
+
+    mechanism: object
+    epsilon: float
+    params: dict
+    dataset: str
+    items: DomainDeclaration | None
+    domain: object = None  # the item domain, when known without the data (a list or a range)
+    cell_domains: dict | None = None  # attribute domains from a --domains file
+
+
+def check_request(mechanism_id: str, epsilon, params: dict, *, dataset: str, items: DomainDeclaration | None,
+                  ledger=None, override_cap: bool = False) -> Declared:
+    """Every check that needs only declared inputs: refuse here, before the data is read."""
+    from .privacy.ledger import Ledger, check_dataset_name
+
+    mechanism = registry.get(mechanism_id)
     if not mechanism.releasable:
         raise ParameterError(f"'{mechanism_id}' is a non-private comparison aid and cannot be released.")
-    output_names(formats, (), False)  # an unknown format is refused before any noise
+    eps = check_epsilon(epsilon)
+    dataset = check_dataset_name(dataset)
+    mechanism.validate(None, eps, params)  # parameter types and ranges
+    if items is None:
+        raise ParameterError(ITEMS_CHOICES_TEXT if mechanism.data_kind == "incidence" else DOMAINS_CHOICES_TEXT)
+    if items.cells != (mechanism.data_kind == "cells"):
+        option = "--domains" if mechanism.data_kind == "cells" else "--items"
+        raise ParameterError(f"'{mechanism_id}' needs its domain declared with {option}. "
+                             + (DOMAINS_CHOICES_TEXT if mechanism.data_kind == "cells" else ITEMS_CHOICES_TEXT))
+    declared = Declared(mechanism, eps, params, dataset, items)
+    if items.kind == HOW_DISCOVERED:
+        share_eps = eps * items.share
+        if not items.cells and items.bound is None and params.get("bound") is None:
+            raise ParameterError("--items discover needs a bound on how many items one person contributes to the "
+                                 "discovery: give --discover-bound K (or the mechanism's --bound).")
+        mechanism.validate(None, eps - share_eps, params)
+    elif not items.cells:
+        declared.domain = declared_domain(items)
+        if declared.domain is not None:
+            mechanism.validate(PublicView("incidence", declared.domain), eps, params)
+    elif items.kind == HOW_LIST:
+        declared.cell_domains = read_domains_file(items.path)
     ledger = ledger if ledger is not None else Ledger.open()
+    ledger.check(dataset, eps, override=override_cap)  # the cap: before reading, before any noise
+    return declared
+
+
+def declaration_of(data, items: DomainDeclaration | None):
+    """The declaration a dataset already carries, when none is given (GUI and API paths)."""
+    if items is not None:
+        return items
+    if getattr(data, "domain", None) is not None:
+        return None
+    raise ParameterError(ITEMS_CHOICES_TEXT if data.kind == "incidence" else DOMAINS_CHOICES_TEXT)
+
+
+# --- the release ----------------------------------------------------------------------------------
+
+def secure_release(data, mechanism_id: str, epsilon, params: dict, *, dataset: str | None = None,
+                   items: DomainDeclaration | None = None, domain=None, chosen_how: str | None = None,
+                   override_cap: bool = False, override_name: bool = False, ledger=None, formats=("csv",),
+                   progress: ProgressFn | None = None, cancel: CancelToken | None = None):
+    """Steps 2–5: the name check, the domain, the secure run, the ledger record.
+
+    ``data`` is the data as read; ``items`` how its domain is declared (``None``: the data
+    already carries a declared domain, e.g. from :func:`dpdesk.declare`); ``domain`` the
+    item domain already read by :func:`check_request`. Returns ``(release, files)``: the
+    release (recorded; its entry in ``release.report['ledger']``) and its rendered data
+    files. The budget is spent from the moment the entry is recorded, whether or not the
+    files are exported later.
+    """
+    from .privacy.ledger import Ledger, check_dataset_name
+    from .privacy.randomness import SecureRandom
+
+    progress = progress or no_progress
+    items = declaration_of(data, items)
+    dataset = check_dataset_name(dataset or getattr(data, "name", ""))
+    mechanism = registry.get(mechanism_id)
+    if not mechanism.releasable:
+        raise ParameterError(f"'{mechanism_id}' is a non-private comparison aid and cannot be released.")
+    eps = check_epsilon(epsilon)
+    mechanism.validate(None, eps, params)
+    output_names(formats, ())  # an unknown format is refused before any noise
+    ledger = ledger if ledger is not None else Ledger.open()
+    fingerprint = api.content_fingerprint(data)
     progress(0.05, "Checking the privacy budget")
-    ledger.check(data.fingerprint, eps, override=override_cap)  # raises BudgetError before any noise
+    ledger.check(dataset, eps, fingerprint=fingerprint, override=override_cap, override_name=override_name)
+
+    discovery = None
+    if items is not None and items.kind == HOW_DISCOVERED:
+        progress(0.08, "Discovering the items privately")
+        discovery = BudgetSplit(eps * items.share)
+        mechanism_eps = eps - discovery.total
+        if data.kind == "incidence":
+            bound = items.bound if items.bound is not None else int(params["bound"])
+            found = discover_items(data, discovery.total, items.delta, bound, SecureRandom())
+            released = project(data, found)
+            what = "discover the items (noisy threshold)"
+        else:
+            found = discover_cell_domains(data, discovery.total, items.delta, SecureRandom())
+            released = restrict_cells(data, found)
+            what = "discover the attribute values (noisy threshold)"
+        discovery.add(what, discovery.total, found.statement(), delta=found.delta)
+        if found.size == 0:
+            _charge(ledger, dataset, fingerprint, mechanism_id, params, discovery,
+                    "No item passed the discovery threshold, so there is nothing to release.")
+        try:
+            mechanism.validate(PublicView(released.kind, released.domain, dataset), mechanism_eps, params)
+        except ParameterError as error:
+            _charge(ledger, dataset, fingerprint, mechanism_id, params, discovery,
+                    f"The discovered domain does not suit the mechanism: {error}")
+    else:
+        mechanism_eps = eps
+        released = apply_domain(data, items, domain)
     progress(0.1, "Running the mechanism with secure randomness")
-    release = api.release(data, mechanism_id, epsilon=eps, rng=None, cancel=cancel, **params)
+    try:
+        release = api.release(released, mechanism_id, epsilon=mechanism_eps, rng=None, cancel=cancel, **params)
+    except ChargedRefusal as refusal:
+        budget = refusal.budget
+        if discovery is not None:
+            budget = _combined(discovery, budget, eps)
+        _charge(ledger, dataset, fingerprint, mechanism_id, params, budget, str(refusal))
+    if discovery is not None:
+        _prepend(release, discovery, eps)
     require_release(release)
+    release.dataset_name = dataset
     release.report["how_chosen"] = chosen_how or DEFAULT_CHOSEN
-    files = render_release(release, list(formats))
+    files = render_release(release, [f for f in formats if f != "json"])
     hashes = {name: sha256_bytes(content) for name, content in files.items()}
     progress(0.8, "Recording the release in the budget ledger")
-    entry = ledger.record(release, data, hashes, override=override_cap)
-    release.report["ledger_entry"] = entry.id
+    entry = ledger.record(release, fingerprint, hashes, override=override_cap, override_name=override_name)
+    release.report["ledger"] = {"entry": entry.id, "entry_hash": entry.hash, "ledger": ledger.ledger_id()}
+    if "json" in formats:
+        files.update(render_release(release, ["json"], data_hashes=hashes))
     return release, files
 
 
+def apply_domain(data, items: DomainDeclaration | None, domain=None):
+    """``data`` restricted to its declared (not discovered) domain; the data itself if it carries one."""
+    if items is None:
+        return data
+    if data.kind == "incidence":
+        if items.cells:
+            raise ParameterError("This is incidence data: declare its items with --items. " + ITEMS_CHOICES_TEXT)
+        if items.kind == HOW_PUBLIC_DATA:
+            return project(data, public_data_domain(data))
+        return project(data, domain if domain is not None else declared_domain(items))
+    if not items.cells:
+        raise ParameterError("This is a table of cells: declare its attribute values with --domains. "
+                             + DOMAINS_CHOICES_TEXT)
+    if items.kind == HOW_PUBLIC_DATA:
+        return _with_cell_domain(data, cell_domain_of(data, HOW_PUBLIC_DATA, "the data file"))
+    if getattr(data, "domain", None) is not None and data.domain.how == HOW_LIST:
+        return data  # the loader applied the declared domains
+    domains = read_domains_file(items.path)
+    values = tuple(tuple(domains[a]) if a in domains else None for a in (data.attributes or []))
+    if data.attributes is None or any(v is None for v in values):
+        raise ParameterError(f"{Path(items.path).name} must give the values of every attribute: "
+                             + ", ".join(data.attributes or []) + ".")
+    return restrict_cells(data, CellDomain(tuple(data.attributes), values, HOW_LIST, Path(items.path).name))
+
+
+def _with_cell_domain(cells, domain):
+    import copy
+
+    declared = copy.copy(cells)
+    declared.domain, declared.origin = domain, cells
+    return declared
+
+
+def _charge(ledger, dataset, fingerprint, mechanism_id, params, budget, why: str):
+    entry = ledger.record_charged(dataset, fingerprint, mechanism_id, params, budget, why)
+    spent = f"ε = {budget.spent:.4g}" + (f" and δ = {budget.delta:.3g}" if budget.delta else "")
+    raise ChargedRefusal(f"{why} This used the data, so the {spent} it spent was recorded in the budget ledger "
+                         f"(entry #{entry.id}). Nothing was published.", budget)
+
+
+def _combined(first: BudgetSplit, second: BudgetSplit, total: float) -> BudgetSplit:
+    spent = first.spent + second.spent
+    combined = BudgetSplit(spent)
+    for step in first.steps + second.steps:
+        combined.add(step.name, step.epsilon, step.description, delta=step.delta)
+    return combined
+
+
+def _prepend(release, discovery: BudgetSplit, total: float) -> None:
+    """Put the discovery step in front of the mechanism's budget: the release spends ``total``."""
+    budget = _combined(discovery, release.budget, total).check()
+    release.budget = budget
+    release.epsilon = budget.total
+    release.report["epsilon"] = budget.total
+    release.report["budget"] = budget.as_list()
+
+
+# --- export ---------------------------------------------------------------------------------------
+
 def export_release(release, data, out_dir, *, formats=("csv", "json"), reports=(), internal_report: bool = False,
-                   force: bool = False, pdf_writer: Callable[[str], bytes] | None = None, comparison=None,
-                   files: dict | None = None, progress: ProgressFn | None = None,
-                   cancel: CancelToken | None = None) -> list[Path]:
-    """Step 6: write the release files and reports atomically (a recorded, secure release only)."""
+                   internal_dir=None, force: bool = False, pdf_writer: Callable[[str], bytes] | None = None,
+                   comparison=None, files: dict | None = None, target: ExportTarget | None = None,
+                   progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> list[Path]:
+    """Step 6: write a recorded, secure release's files and reports, whole or not at all.
+
+    The internal report (true figures) goes to ``internal_dir`` (default: the steward's
+    dpdesk folder), never into the public folder. Any failure says the ε was already
+    recorded and how to write the files again.
+    """
     progress = progress or no_progress
     formats, reports = list(formats), list(reports)
-    if not formats:
-        raise ParameterError("Choose at least one release format (csv, json, parquet).")
+    names = output_names(formats, reports)
     require_release(release)
-    out = Path(out_dir)
-    check_targets([out / name for name in output_names(formats, reports, internal_report)], force)
-    if "pdf" in reports and pdf_writer is None:
-        pdf_writer = _default_pdf_writer()
-    rendered = dict(files or {})
-    missing = [f for f in formats if f"release.{f}" not in rendered]
-    if missing:
-        rendered.update(render_release(release, missing))
-    files = {f"release.{f}": rendered[f"release.{f}"] for f in formats}
-    hashes = {name: sha256_bytes(content) for name, content in files.items()}
-    if reports or internal_report:
-        from .report import internal as internal_report_module
-        from .report import public
-
+    entry = (release.report.get("ledger") or {}).get("entry")
+    owned = target is None
+    try:
+        if owned:
+            target = prepare_export(out_dir, names, force=force)
+        if "pdf" in reports and pdf_writer is None:
+            pdf_writer = _default_pdf_writer()
+        rendered = dict(files or {})
+        missing = [f for f in formats if f"release.{f}" not in rendered]
+        if missing:
+            rendered.update(render_release(release, missing))
+        out_files = {f"release.{f}": rendered[f"release.{f}"] for f in formats}
+        hashes = {name: sha256_bytes(content) for name, content in out_files.items()}
         if reports:
+            from .report import public
+
             html = public.public_report_html(release, hashes)
             if "html" in reports:
-                files[REPORT_FILES["html"]] = html.encode("utf-8")
+                out_files[REPORT_FILES["html"]] = html.encode("utf-8")
             if "pdf" in reports:
-                files[REPORT_FILES["pdf"]] = pdf_writer(html)
+                out_files[REPORT_FILES["pdf"]] = pdf_writer(html)
+        internal = None
         if internal_report:
-            files[INTERNAL_REPORT_FILE] = internal_report_module.internal_report_html(
-                data, release, comparison=comparison).encode("utf-8")
-    if cancel is not None:
-        cancel.check()  # last moment to stop: nothing has been written yet
-    progress(0.9, "Writing files")
-    paths = write_files({out / name: content for name, content in files.items()}, force=force)
+            from .report import internal as internal_report_module
+
+            internal = internal_report_module.internal_report_html(data, release, comparison=comparison)
+        if cancel is not None:
+            cancel.check()  # last moment to stop: nothing has been written yet
+        progress(0.9, "Writing files")
+        paths = write_export(target, out_files)
+        if internal is not None:
+            paths.append(_write_internal(internal, release, internal_dir))
+    except DpdeskError as error:
+        if entry is None:
+            raise
+        raise type(error)(_after_recording(str(error), entry, out_dir)) if isinstance(error, ExportError) else \
+            ExportError(_after_recording(str(error), entry, out_dir)) from None
+    finally:
+        if owned and target is not None:
+            target.close()
     progress(1.0, "Exported")
     return paths
 
 
-def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *, force: bool = False,
-                     formats=("csv", "json"), reports=(), internal_report: bool = False,
-                     chosen_how: str | None = None, override_cap: bool = False,
+def _after_recording(message: str, entry: int, out_dir) -> str:
+    return (f"{message} The release itself succeeded: its ε was recorded as spent (ledger entry #{entry}); run "
+            f"`dpdesk export --entry {entry} --out {out_dir}` to write the files.")
+
+
+def _write_internal(html: str, release, internal_dir) -> Path:
+    folder = Path(internal_dir) if internal_dir is not None else internal_reports_dir()
+    entry = (release.report.get("ledger") or {}).get("entry")
+    name = f"entry-{entry}-{INTERNAL_REPORT_FILE}" if entry is not None else INTERNAL_REPORT_FILE
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".part")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(html.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, 0o600)
+        os.replace(temporary, folder / name)
+    except OSError as error:
+        raise ExportError(f"Cannot write the internal report in {folder}: {error.strerror or error}.") from None
+    return folder / name
+
+
+def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *, dataset: str | None = None,
+                     items: DomainDeclaration | None = None, force: bool = False, formats=("csv", "json"),
+                     reports=(), internal_report: bool = False, internal_dir=None, chosen_how: str | None = None,
+                     override_cap: bool = False, override_name: bool = False,
                      pdf_writer: Callable[[str], bytes] | None = None, ledger=None, comparison=None,
                      progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> list[Path]:
-    """Release with secure randomness, record it in the ledger and write the files (see above)."""
+    """Release with secure randomness, record it in the ledger and write the files (module notes).
+
+    ``data`` may be the data itself, or a function that reads it — called only after every
+    check on declared inputs has passed (so a refusal never depends on the data).
+    """
+    from .privacy.ledger import Ledger
+
     progress = progress or no_progress
     formats, reports = list(formats), list(reports)
-    if not formats:
-        raise ParameterError("Choose at least one release format (csv, json, parquet).")
-    api.validate(data, mechanism_id, epsilon, params)
+    names = output_names(formats, reports)
+    ledger = ledger if ledger is not None else Ledger.open()
+    loaded = None if callable(data) else data
+    if items is None and loaded is not None and getattr(loaded, "domain", None) is None:
+        items = None  # declaration_of refuses below, before any noise
+    if dataset is None and loaded is not None:
+        dataset = loaded.name
+    declared = None
+    if items is not None:
+        declared = check_request(mechanism_id, epsilon, params, dataset=dataset, items=items, ledger=ledger,
+                                 override_cap=override_cap)
+    elif loaded is None:
+        raise ParameterError(ITEMS_CHOICES_TEXT)
     if "pdf" in reports and pdf_writer is None:
-        pdf_writer = _default_pdf_writer()  # fails now (no Qt), not after the noise
-    check_targets([Path(out_dir) / name for name in output_names(formats, reports, internal_report)], force)
-    release, files = secure_release(data, mechanism_id, epsilon, params, chosen_how=chosen_how,
-                                    override_cap=override_cap, ledger=ledger, formats=formats,
-                                    progress=progress, cancel=cancel)
-    return export_release(release, data, out_dir, formats=formats, reports=reports, internal_report=internal_report,
-                          force=force, pdf_writer=pdf_writer, comparison=comparison, files=files, progress=progress)
+        pdf_writer = _default_pdf_writer()  # fails now, not after the noise
+    with prepare_export(out_dir, names, force=force) as target:
+        if loaded is None:
+            progress(0.02, "Reading the data")
+            loaded = data(cell_domains=declared.cell_domains) if declared and declared.cell_domains else data()
+        release, files = secure_release(loaded, mechanism_id, epsilon, params, dataset=dataset, items=items,
+                                        domain=declared.domain if declared else None, chosen_how=chosen_how,
+                                        override_cap=override_cap, override_name=override_name, ledger=ledger,
+                                        formats=formats, progress=progress, cancel=cancel)
+        return export_release(release, loaded, out_dir, formats=formats, reports=reports,
+                              internal_report=internal_report, internal_dir=internal_dir, pdf_writer=pdf_writer,
+                              comparison=comparison, files=files, target=target, progress=progress)
+
+
+def reexport(entry_id: int, out_dir, *, formats=("csv", "json"), reports=(), force: bool = False,
+             pdf_writer: Callable[[str], bytes] | None = None, ledger=None) -> list[Path]:
+    """Write the files of a recorded release again, from its ledger entry (no new noise)."""
+    from .mechanisms.base import Release
+    from .privacy.ledger import Ledger
+
+    ledger = ledger if ledger is not None else Ledger.open()
+    entry = ledger.entry(entry_id)
+    record = entry.release_record()
+    if entry.kind != "release" or record is None:
+        raise ParameterError(f"Ledger entry #{entry_id} is a {entry.kind} entry, not a release with values to export.")
+    release = Release.from_record(record)
+    release.report["ledger"] = {"entry": entry.id, "entry_hash": entry.hash, "ledger": ledger.ledger_id()}
+    files = render_release(release, list(formats))
+    for name, digest in entry.files.items():
+        if name in files and sha256_bytes(files[name]) != digest:
+            raise ExportError(f"Re-rendering entry #{entry_id} gives a {name} different from the one recorded "
+                              "(a different dpdesk version?); nothing was written.")
+    return export_release(release, None, out_dir, formats=formats, reports=reports, force=force,
+                          pdf_writer=pdf_writer, files=files)
 
 
 def _default_pdf_writer():

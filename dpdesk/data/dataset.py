@@ -72,6 +72,10 @@ class Dataset:
     item_labels: np.ndarray
     name: str = "dataset"
     source: dict = field(default_factory=dict)
+    #: the declared item domain (``dpdesk.data.domain``) when the columns are exactly it; a
+    #: secure release needs one. ``origin`` is the data as read, before projection onto it.
+    domain: object = field(default=None, repr=False)
+    origin: object = field(default=None, repr=False)
 
     kind = "incidence"
 
@@ -226,6 +230,11 @@ class CellCounts:
     source: dict = field(default_factory=dict)
     domains_declared: bool = False
     order_attribute: str | None = None
+    #: the declared cell domain (``dpdesk.data.domain.CellDomain``); records dropped because a
+    #: value lay outside it (internal); the table as read, before restriction
+    domain: object = field(default=None, repr=False)
+    dropped_records: int = 0
+    origin: object = field(default=None, repr=False)
 
     kind = "cells"
 
@@ -255,6 +264,14 @@ class CellCounts:
             sizes = [len(values) for values in self.domains]
             if int(np.prod(np.array(sizes, dtype=object))) != m:
                 raise ParameterError("The domain size must be the product of the attribute domain sizes.")
+        if self.domain is None and self.domains_declared:
+            from .domain import HOW_LIST, HOW_RANGE, CellDomain
+
+            if self.domains is not None:
+                self.domain = CellDomain(tuple(self.attributes), tuple(tuple(v) for v in self.domains), HOW_LIST,
+                                         "declared domains")
+            else:
+                self.domain = CellDomain(("cell",), None, HOW_RANGE, f"{m:,} cells", cells=m)
 
     @property
     def n_cells(self) -> int:
@@ -365,8 +382,12 @@ def from_matrix(matrix, item_labels: Sequence[str] | None = None, *, name: str =
 
 def from_cells(indices, counts, domain_size: int, *, name: str = "cells") -> CellCounts:
     """A :class:`CellCounts` from cell numbers, their counts and the domain size m."""
-    return CellCounts(np.asarray(indices), np.asarray(counts), int(domain_size), name=name,
-                      source={"format": "cells-object"}, domains_declared=True)
+    from .domain import HOW_RANGE, CellDomain
+
+    m = int(domain_size)
+    return CellCounts(np.asarray(indices), np.asarray(counts), m, name=name,
+                      source={"format": "cells-object"}, domains_declared=True,
+                      domain=CellDomain(("cell",), None, HOW_RANGE, f"{m:,} cells", cells=m))
 
 
 def build_incidence(rows: np.ndarray, cols: np.ndarray, n_rows: int, labels: Sequence[str],

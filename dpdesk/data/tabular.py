@@ -241,11 +241,9 @@ def _domains(table: Table, attributes: list[str], declared: dict | None):
             if len(set(domain)) != len(domain):
                 raise ParameterError(f"The declared domain of '{column}' lists a value twice.")
             lookup = {v: i for i, v in enumerate(domain)}
-            codes = np.fromiter((lookup.get(v, -1) for v in values), dtype=np.int64, count=values.size)
-            bad = np.flatnonzero(codes < 0)
-            if bad.size:
-                table.fail(int(bad[0]), column, f"the value '{values[int(bad[0])]}' is not in the declared domain",
-                           expected="one of " + ", ".join(domain[:10]) + (" …" if len(domain) > 10 else ""))
+            # a value outside the declared domain drops its record (counted, internal): refusing
+            # would itself reveal that some record holds such a value
+            codes = np.fromiter((lookup.get(str(v), -1) for v in values), dtype=np.int64, count=values.size)
         else:
             codes, uniques = pd.factorize(values, sort=False)
             uniques = [str(u) for u in uniques]
@@ -271,15 +269,25 @@ def _encode(digits: list[np.ndarray], domains: list[list[str]]) -> tuple[np.ndar
     return index, size
 
 
+def _inside(digits: list[np.ndarray]) -> np.ndarray:
+    """Records whose every value lies in its attribute's (declared) domain."""
+    keep = np.ones(digits[0].size if digits else 0, dtype=bool)
+    for codes in digits:
+        keep &= codes >= 0
+    return keep
+
+
 def records_to_cells(table: Table, *, attributes, domains=None, name: str, source: dict) -> CellCounts:
     attrs = [table.column(a, "attribute") for a in attributes]
     if len(set(attrs)) != len(attrs):
         raise ParameterError("An attribute is listed twice.")
     digits, domain_values = _domains(table, attrs, domains)
-    index, size = _encode(digits, domain_values)
+    keep = _inside(digits)
+    index, size = _encode([codes[keep] for codes in digits], domain_values)
     cells, counts = np.unique(index, return_counts=True)
     return CellCounts(cells, counts, size, attributes=attrs, domains=domain_values, name=name,
-                      source=source, domains_declared=bool(domains) and all(a in domains for a in attrs))
+                      source=source, domains_declared=bool(domains) and all(a in domains for a in attrs),
+                      dropped_records=int(keep.size - keep.sum()))
 
 
 def table_to_cells(table: Table, *, count=None, attributes=None, domains=None, name: str, source: dict) -> CellCounts:
@@ -303,7 +311,9 @@ def table_to_cells(table: Table, *, count=None, attributes=None, domains=None, n
                    else "not a whole number" if np.isfinite(numbers[row]) else "not a number")
         table.fail(row, count_col, f"'{shown}' is {problem}", expected="a whole number of people, 0 or more")
     digits, domain_values = _domains(table, attrs, domains)
-    index, size = _encode(digits, domain_values)
-    return CellCounts(index, numbers.astype(np.int64), size, attributes=attrs, domains=domain_values,
+    keep = _inside(digits)
+    index, size = _encode([codes[keep] for codes in digits], domain_values)
+    return CellCounts(index, numbers[keep].astype(np.int64), size, attributes=attrs, domains=domain_values,
                       name=name, source=source,
-                      domains_declared=bool(domains) and all(a in domains for a in attrs))
+                      domains_declared=bool(domains) and all(a in domains for a in attrs),
+                      dropped_records=int(numbers[~keep].sum()))

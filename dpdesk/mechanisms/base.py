@@ -13,6 +13,7 @@ step and must draw every random bit from the :class:`RandomSource` it is given.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -186,6 +187,57 @@ class Release:
     def budget_split(self) -> list[dict]:
         return self.budget.as_list()
 
+    def to_record(self) -> dict:
+        """The release's public content as plain JSON values (kept in the ledger for re-export).
+
+        Only what a release publishes: no diagnostics, no internal facts, no fingerprint.
+        """
+        record = {
+            "mechanism": self.mechanism, "epsilon": self.epsilon, "params": self.params,
+            "budget": [{"name": s.name, "epsilon": s.epsilon, "description": s.description, "delta": s.delta}
+                       for s in self.budget.steps],
+            "randomness": self.randomness, "dataset_name": self.dataset_name, "created": self.created,
+            "report": {k: v for k, v in self.report.items() if k != "ledger"},
+        }
+        if self.values is not None:
+            record["values"] = np.asarray(self.values).tolist()
+            record["labels"] = [str(x) for x in self.labels]
+        if self.cells is not None:
+            record["cells"] = {"indices": self.cells.indices.tolist(), "values": np.asarray(self.cells.values).tolist(),
+                               "weights": None if self.cells.weights is None else
+                               np.asarray(self.cells.weights).tolist(),
+                               "info": self.cells.info}
+        return json.loads(json.dumps(record, default=_plain_json))
+
+    @classmethod
+    def from_record(cls, record: dict) -> "Release":
+        """A secure release rebuilt from :meth:`to_record` (to export it again, no new noise)."""
+        budget = BudgetSplit(float(record["epsilon"]))
+        for step in record["budget"]:
+            budget.add(step["name"], step["epsilon"], step.get("description", ""), delta=step.get("delta", 0.0))
+        release = cls(mechanism=record["mechanism"], epsilon=float(record["epsilon"]), budget=budget,
+                      params=dict(record["params"]), exploration=False, randomness=record.get("randomness", ""),
+                      dataset_name=record.get("dataset_name", ""), created=record.get("created", ""),
+                      report=dict(record.get("report", {})))
+        if "values" in record:
+            values = np.asarray(record["values"])
+            release.values = values.astype(np.int64) if values.dtype.kind in "iu" else values.astype(np.float64)
+            release.labels = np.array(record["labels"], dtype=object)
+        if "cells" in record:
+            cells = record["cells"]
+            values = np.asarray(cells["values"])
+            release.cells = CellSummary(np.asarray(cells["indices"], dtype=np.int64),
+                                        values.astype(np.int64) if values.dtype.kind in "iu" else values.astype(float),
+                                        None if cells["weights"] is None else np.asarray(cells["weights"], dtype=float),
+                                        dict(cells.get("info") or {}))
+        return release
+
+
+def _plain_json(value):
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return value.tolist()
+    return str(value)
+
 
 class Mechanism:
     """Base class: subclasses set the class attributes and implement :meth:`run`."""
@@ -252,7 +304,9 @@ class Mechanism:
         facts = {}
         if data is not None and data.kind == "incidence":
             facts["number of items (d)"] = data.n_items
-            facts["item list"] = "taken from the data file's columns; treated as public (the output has one count per item)"
+            domain = getattr(data, "domain", None)
+            facts["item list"] = domain.statement() if domain is not None else \
+                "the labels found in the data (exploration only: a release needs a declared item list)"
         if "bound" in params and params.get("bound") is not None:
             facts["declared bound Δ (items per person)"] = params["bound"]
         return facts
@@ -273,6 +327,9 @@ class Mechanism:
         if release.labels is None and data is not None and data.kind == "incidence":
             release.labels = data.item_labels
         release.report = self.public_report(data, release)
+        domain = getattr(data, "domain", None)
+        if domain is not None:
+            release.report["domain"] = domain.describe()
         return release
 
     def public_report(self, data, release: Release) -> dict:

@@ -114,10 +114,12 @@ def release_table(release) -> pd.DataFrame:
     return pd.DataFrame(table)
 
 
-def render_release(release, formats=("csv", "json")) -> dict[str, bytes]:
+def render_release(release, formats=("csv", "json"), *, data_hashes: dict | None = None) -> dict[str, bytes]:
     """The release files' content by file name, in memory (so they can be hashed first).
 
-    Refuses an exploration (seeded) result, so no code path can turn one into release files.
+    ``release.json`` lists the sha256 of the data files rendered in the same call, plus
+    ``data_hashes`` (those rendered earlier). Refuses an exploration (seeded) result, so no
+    code path can turn one into release files.
     """
     require_release(release)
     unknown = [f for f in formats if f not in RELEASE_FORMATS]
@@ -131,7 +133,9 @@ def render_release(release, formats=("csv", "json")) -> dict[str, bytes]:
     if "parquet" in formats:
         files["release.parquet"] = _parquet_with_metadata(table, release)
     if "json" in formats:
-        metadata = release_metadata(release, {name: sha256_bytes(c) for name, c in files.items()})
+        hashes = dict(data_hashes or {})
+        hashes.update({name: sha256_bytes(c) for name, c in files.items()})
+        metadata = release_metadata(release, hashes)
         metadata["values"] = json.loads(table.to_json(orient="records"))
         files["release.json"] = json.dumps(metadata, indent=2, ensure_ascii=False, default=_json_default).encode("utf-8")
     return files
@@ -149,6 +153,9 @@ def _parquet_with_metadata(table: pd.DataFrame, release) -> bytes:
     arrow = pa.Table.from_pandas(table, preserve_index=False)
     metadata = release_metadata(release, {})
     del metadata["files_sha256"]
+    # the ledger reference is added after the entry is recorded, and the entry records this
+    # file's hash: keep it out, so the file (and its hash) is the same when exported again
+    metadata.pop("ledger", None)
     text = json.dumps(metadata, ensure_ascii=False, default=_json_default).encode("utf-8")
     arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), PARQUET_METADATA_KEY: text})
     buffer = io.BytesIO()
@@ -174,3 +181,32 @@ def _json_default(value):
     if isinstance(value, np.ndarray):
         return value.tolist()
     return str(value)
+
+
+def read_export_reference(folder) -> dict | str:
+    """The ledger reference an exported release carries (from its release.json), or why there is none.
+
+    Returns ``{"ledger", "entry", "entry_hash", "files"}`` where ``files`` maps each data
+    file present in the folder to its sha256.
+    """
+    folder = Path(folder)
+    path = folder / "release.json"
+    if not path.is_file():
+        return f"{folder} has no release.json, which carries the release's ledger entry"
+    try:
+        metadata = json.loads(path.read_text(encoding="utf-8"))
+        reference = metadata["ledger"]
+        out = {"ledger": str(reference["ledger"]), "entry": int(reference["entry"]),
+               "entry_hash": str(reference["entry_hash"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{path} does not name a ledger entry (damaged, or written by an earlier dpdesk)"
+    files = {}
+    for name in ("release.csv", "release.parquet"):
+        if (folder / name).is_file():
+            files[name] = sha256_bytes((folder / name).read_bytes())
+    listed = metadata.get("files_sha256") or {}
+    for name, digest in files.items():
+        if name in listed and listed[name] != digest:
+            return f"{folder / name} was changed after it was exported (its hash differs from release.json's)"
+    out["files"] = files
+    return out

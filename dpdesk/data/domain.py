@@ -1,0 +1,647 @@
+"""Declared domains: the public list of items (or attribute values) a release is about.
+
+A release publishes one figure per item of its domain (or per cell of the product of its
+attribute domains), so the domain itself is published. If it came from the data, one
+person holding ``secret_disease`` would put that label into the release with probability 1
+(docs/ARCHITECTURE.md, "Neighbours differ only in noise"). So the domain is *declared*, in
+one of four ways (the same for items and for the attribute values of cell tables):
+
+* ``list`` — a file of labels the steward supplies (``--items FILE``; ``--domains FILE``);
+* ``range`` — integer ids ``0..D−1`` (``--items range:D``);
+* ``public-data`` — the labels of the data file itself, when the steward states they are
+  public (a product catalogue, a list of places): ``--items from-data --items-are-public``.
+  The statement is recorded in the report in those words;
+* ``discovered`` — labels chosen privately from the data by a noisy threshold
+  (:func:`discover_labels`), spending a declared share of ε and a δ, both recorded.
+
+Items in the data but not in the domain are dropped before counting (how many is internal);
+items of the domain that nobody has are counted as 0. Values of a cell attribute outside
+its declared domain drop the record (internal count), never a refusal: a refusal would
+itself depend on the data.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import DataError, ParameterError
+from .textio import decode, read_raw
+
+HOW_LIST, HOW_RANGE, HOW_PUBLIC_DATA, HOW_DISCOVERED = "list", "range", "public-data", "discovered"
+PUBLIC_DATA_STATEMENT = ("The steward stated that the item labels of the data file are public "
+                         "(for example a product catalogue), so the list of items was taken from the file.")
+PUBLIC_DOMAINS_STATEMENT = ("The steward stated that the attribute values found in the data file are public, "
+                            "so the attribute domains were taken from the file.")
+LABEL_COLUMN_NAMES = ("item", "items", "label", "labels", "name", "value", "id")
+MAX_RANGE = 10**9
+
+ITEMS_CHOICES_TEXT = (
+    "Declare the list of items the release is about (it is published): --items FILE (one label per line; "
+    "a .csv file with a header also works), --items range:D (ids 0..D-1), --items from-data "
+    "--items-are-public (the file's own labels, when they are public, e.g. a product catalogue), or "
+    "--items discover --delta δ (found privately with a share of ε and a small δ).")
+DOMAINS_CHOICES_TEXT = (
+    "Declare the values each attribute can take (they are published): --domains FILE (JSON: "
+    '{"attribute": ["value", …] or "range:N"}), --domains from-data --domains-are-public (the values in '
+    "the file, when they are public), or --domains discover --delta δ (found privately with a share of ε "
+    "and a small δ).")
+
+
+@dataclass(frozen=True)
+class ItemDomain:
+    """The public list of items a count release is about, and how it was declared."""
+
+    labels: np.ndarray  # object array of str, in the published order
+    how: str
+    origin: str = ""  # e.g. the label file's name, "range:5000", "the data file"
+    epsilon: float = 0.0  # ε spent choosing it (discovered only)
+    delta: float = 0.0
+    internal: dict = field(default_factory=dict, compare=False)  # true-data facts (never published)
+
+    @property
+    def size(self) -> int:
+        return int(self.labels.size)
+
+    def statement(self) -> str:
+        """One sentence for the public report: where the published item list came from."""
+        d = f"{self.size:,}"
+        if self.how == HOW_LIST:
+            return f"The {d} items were declared by the steward in a list ({self.origin}) before the data was read."
+        if self.how == HOW_RANGE:
+            return f"The items are the ids 0 to {self.size - 1:,}, declared by the steward before the data was read."
+        if self.how == HOW_PUBLIC_DATA:
+            return PUBLIC_DATA_STATEMENT + f" It has {d} items."
+        return (f"The {d} items were discovered privately: only items whose noisy count passed a threshold are "
+                f"listed, which spent ε = {self.epsilon:.4g} and δ = {self.delta:.3g} of this release's budget.")
+
+    def describe(self) -> dict:
+        """The public description (report and release metadata)."""
+        out = {"how": self.how, "items": self.size, "statement": self.statement()}
+        if self.origin:
+            out["declared_in"] = self.origin
+        if self.how == HOW_DISCOVERED:
+            out.update(epsilon=self.epsilon, delta=self.delta)
+        return out
+
+
+@dataclass(frozen=True)
+class CellDomain:
+    """The public cells of a table: attribute domains (or just a number of cells), and how declared.
+
+    ``values`` is None for a table given as cell numbers 0..m−1 with a declared m.
+    """
+
+    attributes: tuple[str, ...]
+    values: tuple[tuple[str, ...], ...] | None
+    how: str
+    origin: str = ""
+    epsilon: float = 0.0
+    delta: float = 0.0
+    cells: int | None = None  # m, when there are no attribute values
+
+    @property
+    def size(self) -> int:
+        if self.values is None:
+            return int(self.cells or 0)
+        return int(np.prod(np.array([len(v) for v in self.values], dtype=object)))
+
+    def statement(self) -> str:
+        m = f"{self.size:,}"
+        names = ", ".join(self.attributes)
+        if self.how == HOW_LIST:
+            return (f"The values of each attribute ({names}) were declared by the steward ({self.origin}) before "
+                    f"the data was read: {m} cells in all.")
+        if self.how == HOW_RANGE:
+            return f"The cells are numbered 0 to {self.size - 1:,}, declared before the data was read."
+        if self.how == HOW_PUBLIC_DATA:
+            return PUBLIC_DOMAINS_STATEMENT + f" Attributes: {names}; {m} cells in all."
+        return (f"The values of each attribute ({names}) were discovered privately: only values whose noisy "
+                f"count passed a threshold are listed ({m} cells in all), which spent ε = {self.epsilon:.4g} and "
+                f"δ = {self.delta:.3g} of this release's budget.")
+
+    def describe(self) -> dict:
+        out = {"how": self.how, "attributes": list(self.attributes), "cells": self.size,
+               "statement": self.statement()}
+        if self.origin:
+            out["declared_in"] = self.origin
+        if self.how == HOW_DISCOVERED:
+            out.update(epsilon=self.epsilon, delta=self.delta)
+        return out
+
+
+# --- what the steward declared (before any data is read) ----------------------------------------
+
+@dataclass(frozen=True)
+class DomainDeclaration:
+    """The steward's answer to "which items (or values) may the release list?", not yet applied.
+
+    ``kind`` is ``list`` (``path``), ``range`` (``size``), ``public-data`` or ``discovered``
+    (``delta``, ``share`` of ε, and for items the contribution ``bound`` per person).
+    """
+
+    kind: str
+    path: str | None = None
+    size: int | None = None
+    delta: float | None = None
+    share: float = 0.1
+    bound: int | None = None
+    cells: bool = False
+
+    @property
+    def spends_budget(self) -> bool:
+        return self.kind == HOW_DISCOVERED
+
+    def describe(self) -> str:
+        what = "values" if self.cells else "items"
+        if self.kind == HOW_LIST:
+            return f"{what} listed in {Path(self.path).name}"
+        if self.kind == HOW_RANGE:
+            return f"ids 0..{self.size - 1}"
+        if self.kind == HOW_PUBLIC_DATA:
+            return f"the file's own {what}, stated to be public"
+        return f"{what} discovered privately ({self.share:.0%} of ε, δ = {self.delta:g})"
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+    @classmethod
+    def from_json(cls, value) -> "DomainDeclaration":
+        if not isinstance(value, dict) or value.get("kind") not in (HOW_LIST, HOW_RANGE, HOW_PUBLIC_DATA,
+                                                                     HOW_DISCOVERED):
+            raise ParameterError("The item domain in the project file must be an object with a 'kind' of list, "
+                                 "range, public-data or discovered.")
+        known = {"kind", "path", "size", "delta", "share", "bound", "cells"}
+        try:
+            declaration = cls(**{k: v for k, v in value.items() if k in known})
+            return check_declaration(declaration)
+        except TypeError:
+            raise ParameterError("The item domain in the project file is malformed.") from None
+
+
+def parse_items_option(text: str | None, *, public: bool = False, delta: float | None = None,
+                       share: float | None = None, bound: int | None = None,
+                       cells: bool = False) -> DomainDeclaration | None:
+    """The declaration behind ``--items`` (or ``--domains`` with ``cells=True``); None if not given."""
+    option = "--domains" if cells else "--items"
+    public_flag = "--domains-are-public" if cells else "--items-are-public"
+    if text is None or not str(text).strip():
+        if public:
+            raise ParameterError(f"{public_flag} goes with {option} from-data.")
+        return None
+    text = str(text).strip()
+    lowered = text.lower()
+    if delta is not None and lowered != "discover":
+        raise ParameterError(f"--delta is only used with {option} discover.")
+    if lowered == "from-data":
+        if not public:
+            raise ParameterError(
+                f"{option} from-data publishes the labels found in the data file; that is only private when "
+                f"they are public anyway (e.g. a product catalogue). Say so with {public_flag}, or declare "
+                f"the list another way. " + (DOMAINS_CHOICES_TEXT if cells else ITEMS_CHOICES_TEXT))
+        declaration = DomainDeclaration(HOW_PUBLIC_DATA, cells=cells)
+    elif public:
+        raise ParameterError(f"{public_flag} only goes with {option} from-data.")
+    elif lowered == "discover":
+        declaration = DomainDeclaration(HOW_DISCOVERED, delta=delta, share=0.1 if share is None else share,
+                                        bound=bound, cells=cells)
+    elif lowered.startswith("range:") and not cells:
+        raw = text.split(":", 1)[1].strip()
+        try:
+            size = int(raw)
+        except ValueError:
+            raise ParameterError(f"--items range:D needs a whole number D, not '{raw}'.") from None
+        declaration = DomainDeclaration(HOW_RANGE, size=size)
+    else:
+        declaration = DomainDeclaration(HOW_LIST, path=text, cells=cells)
+    if share is not None and declaration.kind != HOW_DISCOVERED:
+        raise ParameterError("--discover-share is only used with discover.")
+    return check_declaration(declaration)
+
+
+def check_declaration(declaration: DomainDeclaration) -> DomainDeclaration:
+    """Refuse a malformed declaration (public inputs only; nothing is read or spent)."""
+    option = "--domains" if declaration.cells else "--items"
+    if declaration.kind == HOW_RANGE:
+        size = declaration.size
+        if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_RANGE:
+            raise ParameterError(f"--items range:D needs D between 1 and {MAX_RANGE:,}, not {size!r}.")
+    if declaration.kind == HOW_LIST and not declaration.path:
+        raise ParameterError(f"{option} needs a file.")
+    if declaration.kind == HOW_DISCOVERED:
+        delta = declaration.delta
+        if delta is None:
+            raise ParameterError(f"{option} discover needs --delta δ: the small probability (e.g. 1e-6) that a "
+                                 "label held by very few people is listed anyway.")
+        if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0.0 < float(delta) < 1.0 \
+                or not math.isfinite(float(delta)):
+            raise ParameterError(f"--delta must be a number between 0 and 1 (e.g. 1e-6), not {delta!r}.")
+        share = declaration.share
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 < float(share) < 1.0:
+            raise ParameterError(f"--discover-share must be a fraction of ε between 0 and 1, not {share!r}.")
+        bound = declaration.bound
+        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int) or bound < 1):
+            raise ParameterError(f"--discover-bound must be a whole number of at least 1, not {bound!r}.")
+    return declaration
+
+
+# --- label files ---------------------------------------------------------------------------------
+
+def read_label_file(path) -> list[str]:
+    """The labels of a label file: one per line, or the item column of a CSV/TSV with a header.
+
+    Blank lines are skipped and surrounding spaces removed; a BOM and the usual encodings
+    are handled (UTF-8, Latin-1). A label listed twice, or a file with no labels, is an
+    error naming the line.
+    """
+    path = Path(path)
+    raw = read_raw(path)
+    text = decode(raw, "auto", path).text
+    name = path.name.lower().removesuffix(".gz")
+    if name.endswith((".csv", ".tsv")):
+        labels, lines = _labels_from_csv(text, path, "\t" if name.endswith(".tsv") else ",")
+    else:
+        labels, lines = [], []
+        for number, line in enumerate(text.split("\n"), start=1):
+            label = line.strip()
+            if label:
+                labels.append(label)
+                lines.append(number)
+    if not labels:
+        raise DataError("the label file lists no items", path=path, expected="one label per line")
+    seen: dict[str, int] = {}
+    for label, number in zip(labels, lines):
+        first = seen.setdefault(label, number)
+        if first != number:
+            raise DataError(f"the label '{_short(label)}' is listed twice (first on line {first})", path=path,
+                            line=number, expected="each label once")
+    return labels
+
+
+def _labels_from_csv(text: str, path, delimiter: str) -> tuple[list[str], list[int]]:
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    try:
+        rows = list(reader)
+    except csv.Error as error:
+        raise DataError(f"the label file is not valid CSV ({error})", path=path,
+                        line=reader.line_num) from None
+    if not rows:
+        raise DataError("the label file lists no items", path=path, expected="a header and one label per line")
+    header = [h.strip().lower() for h in rows[0]]
+    column = next((header.index(n) for n in LABEL_COLUMN_NAMES if n in header), 0)
+    labels, lines = [], []
+    for number, row in enumerate(rows[1:], start=2):
+        if not row or not any(cell.strip() for cell in row):
+            continue
+        if column >= len(row):
+            raise DataError(f"the row has no column {column + 1}", path=path, line=number,
+                            expected=f"the item in column '{rows[0][column]}'")
+        label = row[column].strip()
+        if label:
+            labels.append(label)
+            lines.append(number)
+    return labels, lines
+
+
+def _short(label: str) -> str:
+    return label if len(label) <= 60 else label[:57] + "…"
+
+
+def read_domains_file(path) -> dict[str, list[str]]:
+    """Attribute domains from JSON: ``{"attribute": ["value", …] or "range:N", …}``."""
+    path = Path(path)
+    raw = read_raw(path)
+    try:
+        content = json.loads(decode(raw, "auto", path).text)
+    except json.JSONDecodeError as error:
+        raise DataError(f"the domains file is not valid JSON ({error.msg})", path=path, line=error.lineno,
+                        column=error.colno, expected='{"attribute": ["value", …], …}') from None
+    except RecursionError:
+        raise DataError("the domains file is nested too deeply", path=path) from None
+    if not isinstance(content, dict) or not content:
+        raise DataError("the domains file must be a JSON object with one entry per attribute", path=path,
+                        expected='{"attribute": ["value", …], …}')
+    domains: dict[str, list[str]] = {}
+    for attribute, values in content.items():
+        if isinstance(values, str) and values.strip().lower().startswith("range:"):
+            try:
+                size = int(values.split(":", 1)[1])
+            except ValueError:
+                size = 0
+            if not 1 <= size <= MAX_RANGE:
+                raise DataError(f"'{attribute}': \"{values}\" needs a whole number N between 1 and {MAX_RANGE:,}",
+                                path=path, expected='"range:N" for the values 0..N-1')
+            domains[str(attribute)] = [str(v) for v in range(size)]
+            continue
+        if not isinstance(values, list) or not values:
+            raise DataError(f"the domain of '{attribute}' must be a non-empty list of values", path=path,
+                            expected='["value", …] or "range:N"')
+        if not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in values):
+            raise DataError(f"the domain of '{attribute}' may only hold text or whole numbers", path=path)
+        listed = [str(v).strip() for v in values]
+        duplicates = {v for v in listed if listed.count(v) > 1} if len(set(listed)) != len(listed) else set()
+        if duplicates:
+            raise DataError(f"the domain of '{attribute}' lists '{_short(sorted(duplicates)[0])}' twice", path=path)
+        domains[str(attribute)] = listed
+    return domains
+
+
+# --- applying a domain to data -------------------------------------------------------------------
+
+def declared_domain(declaration: DomainDeclaration) -> ItemDomain | None:
+    """The item domain when it is known without the data (a list or a range), else None."""
+    if declaration.cells:
+        return None
+    if declaration.kind == HOW_LIST:
+        labels = read_label_file(declaration.path)
+        return ItemDomain(np.array(labels, dtype=object), HOW_LIST, Path(declaration.path).name)
+    if declaration.kind == HOW_RANGE:
+        labels = np.array([str(i) for i in range(declaration.size)], dtype=object)
+        return ItemDomain(labels, HOW_RANGE, f"range:{declaration.size}")
+    return None
+
+
+def public_data_domain(data) -> ItemDomain:
+    """The data file's own labels, which the steward stated are public."""
+    return ItemDomain(np.asarray(data.item_labels, dtype=object), HOW_PUBLIC_DATA, "the data file")
+
+
+def project(data, domain: ItemDomain):
+    """``data`` with exactly the domain's items as columns, in the domain's order.
+
+    Cells of items outside the domain are dropped; domain items nobody holds are zero
+    columns. What was dropped (items, cells, people affected) and how many domain items
+    are absent is recorded in ``internal`` of the domain attached to the result — true-data
+    facts for the internal report only.
+    """
+    from .dataset import Dataset
+
+    labels = np.asarray(data.item_labels, dtype=object)
+    if labels.size == domain.labels.size and np.array_equal(labels, domain.labels):
+        projected = Dataset(data.matrix, labels, name=data.name, source=data.source)
+        projected.domain = replace(domain, internal={"items dropped (not in the declared list)": 0,
+                                                     "item occurrences dropped": 0,
+                                                     "people who lost items": 0,
+                                                     "declared items nobody has": int(np.sum(data.column_counts == 0))})
+        projected.origin = data
+        return projected
+    position = {label: i for i, label in enumerate(domain.labels.tolist())}
+    mapping = np.fromiter((position.get(label, -1) for label in labels.tolist()), dtype=np.int64, count=labels.size)
+    matrix = data.matrix
+    new_columns = mapping[matrix.indices]
+    keep = new_columns >= 0
+    kept_before = np.zeros(keep.size + 1, dtype=np.int64)
+    np.cumsum(keep, out=kept_before[1:])
+    indptr = kept_before[matrix.indptr]
+    index_dtype = np.int32 if domain.size < 2**31 and keep.size < 2**31 else np.int64
+    csr = sp.csr_matrix((matrix.data[keep], new_columns[keep].astype(index_dtype), indptr.astype(index_dtype)),
+                        shape=(matrix.shape[0], domain.size))
+    csr.has_sorted_indices = False
+    csr.sort_indices()
+    present = np.zeros(domain.size, dtype=bool)
+    present[mapping[mapping >= 0]] = True
+    lost = np.diff(indptr) < np.diff(matrix.indptr)
+    projected = Dataset(csr, domain.labels, name=data.name, source=data.source)
+    projected.domain = replace(domain, internal={
+        "items dropped (not in the declared list)": int(np.sum(mapping < 0)),
+        "item occurrences dropped": int(keep.size - int(kept_before[-1])),
+        "people who lost items": int(lost.sum()),
+        "declared items nobody has": int(domain.size - present.sum())})
+    projected.origin = data
+    return projected
+
+
+# --- private discovery (partition selection) -----------------------------------------------------
+
+def discovery_threshold(epsilon: float, delta: float, bound: int) -> tuple[int, float]:
+    """The integer threshold τ and the δ it achieves, for noisy-threshold label discovery.
+
+    Each person contributes to at most k = ``bound`` labels (rows longer than k keep a
+    uniformly random k, as for any declared bound). Every label with a true count c ≥ 1
+    gets c + Z, Z two-sided geometric with P(Z = z) ∝ exp(−|z|·ε/k) (exact, the same
+    discrete Laplace as everywhere), and is listed when c + Z ≥ τ.
+
+    Why this is (ε, δ)-DP. Take D′ = D plus one person p (the other direction is
+    symmetric). Labels p does not hold have the same count in both. Labels p holds that
+    others hold too have counts c and c + 1 on at most k labels: the noisy counts of those
+    form the Laplace mechanism with L1 sensitivity k, ε-DP, and listing by threshold is
+    post-processing. Labels held by p alone have count 1 in D′ and are no candidate in D:
+    they can only be listed in D′, each with probability P(1 + Z ≥ τ) = P(Z ≥ τ − 1). With
+    q = exp(−ε/k), P(Z ≥ m) = q^m / (1 + q) for m ≥ 1, so the chance that any of the at
+    most k is listed is at most k·q^(τ−1)/(1 + q). τ is the smallest integer making that
+    ≤ δ; the output distributions then satisfy P[M(D′) ∈ S] ≤ e^ε·P[M(D) ∈ S] + δ and the
+    reverse. The δ achieved is returned (never more than the δ asked for).
+    """
+    k = int(bound)
+    q = math.exp(-epsilon / k)
+    # smallest m = τ − 1 ≥ 1 with k·q^m/(1+q) ≤ δ, computed in logs with one step of margin
+    m = max(1, math.ceil((math.log(k / (delta * (1 + q)))) / (epsilon / k)))
+    while m > 1 and k * q ** (m - 1) / (1 + q) <= delta * (1 - 1e-12):
+        m -= 1
+    while k * q ** m / (1 + q) > delta * (1 - 1e-12):
+        m += 1
+    return m + 1, k * q ** m / (1 + q)
+
+
+def discover_labels(counts: np.ndarray, epsilon: float, delta: float, bound: int, source) -> tuple[np.ndarray, float, int]:
+    """Which labels pass the noisy threshold: (boolean mask, δ achieved, τ).
+
+    ``counts`` are the true counts after bounding each person to ``bound`` labels; labels
+    with count 0 are not candidates (they are not in the data). Noise is exact discrete
+    Laplace from ``source``.
+    """
+    from ..privacy.noise import discrete_laplace
+
+    tau, achieved = discovery_threshold(epsilon, delta, bound)
+    counts = np.asarray(counts, dtype=np.int64)
+    noisy = counts + discrete_laplace(source, bound / epsilon, counts.size)
+    return (counts > 0) & (noisy >= tau), achieved, tau
+
+
+def discover_items(data, epsilon: float, delta: float, bound: int, source) -> ItemDomain:
+    """Items listed by private discovery (see :func:`discovery_threshold`), in the data's order."""
+    from ..privacy.bounding import bounded_counts, prepare_bound
+
+    counts = bounded_counts(data.matrix, prepare_bound(data.matrix, bound), source)
+    listed, achieved, tau = discover_labels(counts, epsilon, delta, bound, source)
+    labels = np.asarray(data.item_labels, dtype=object)[listed]
+    return ItemDomain(labels, HOW_DISCOVERED, f"noisy threshold {tau}, at most {bound} items per person",
+                      epsilon=float(epsilon), delta=float(achieved),
+                      internal={"items in the data": int(np.sum(counts > 0)), "items listed": int(listed.sum()),
+                                "threshold τ": tau})
+
+
+def discover_cell_domains(cells, epsilon: float, delta: float, source) -> CellDomain:
+    """Attribute values listed by private discovery: each person has one value per attribute.
+
+    With A attributes a person contributes to exactly A (attribute, value) labels, so the
+    argument of :func:`discovery_threshold` applies with k = A and no bounding.
+    """
+    if cells.domains is None:
+        raise ParameterError("Private discovery of values needs a table with named attributes.")
+    digits = cells.decode(cells.indices)
+    counts = []
+    for k, values in enumerate(cells.domains):
+        counts.append(np.bincount(digits[:, k], weights=cells.counts, minlength=len(values)).astype(np.int64))
+    flat = np.concatenate(counts) if counts else np.zeros(0, np.int64)
+    listed, achieved, _ = discover_labels(flat, epsilon, delta, len(cells.domains), source)
+    kept, start = [], 0
+    for values in cells.domains:
+        mask = listed[start:start + len(values)]
+        kept.append(tuple(v for v, keep in zip(values, mask) if keep))
+        start += len(values)
+    return CellDomain(tuple(cells.attributes), tuple(kept), HOW_DISCOVERED,
+                      f"noisy threshold, {len(cells.domains)} values per person", epsilon=float(epsilon),
+                      delta=float(achieved))
+
+
+def restrict_cells(cells, domain: CellDomain):
+    """``cells`` re-indexed over ``domain``'s attribute values; records outside it are dropped.
+
+    A value missing from its attribute's domain drops the record (internal count); a
+    declared value nobody has is an empty cell. Returns a new ``CellCounts``.
+    """
+    from .dataset import CellCounts
+
+    if list(domain.attributes) != list(cells.attributes or []):
+        missing = [a for a in domain.attributes if a not in (cells.attributes or [])]
+        extra = [a for a in (cells.attributes or []) if a not in domain.attributes]
+        raise ParameterError("The declared domains do not match the table's attributes"
+                             + (f": no column for {', '.join(missing)}" if missing else "")
+                             + (f"; no domain declared for {', '.join(extra)}" if extra else "") + ".")
+    digits = cells.decode(cells.indices)
+    new_digits = np.empty_like(digits)
+    keep = np.ones(digits.shape[0], dtype=bool)
+    for k, (old, new) in enumerate(zip(cells.domains, domain.values)):
+        position = {v: i for i, v in enumerate(new)}
+        mapping = np.array([position.get(v, -1) for v in old], dtype=np.int64)
+        column = mapping[digits[:, k]] if digits.size else digits[:, k]
+        keep &= column >= 0
+        new_digits[:, k] = column
+    radices = [len(v) for v in domain.values]
+    index = np.zeros(int(keep.sum()), dtype=np.int64)
+    for k, radix in enumerate(radices):
+        index = index * radix + new_digits[keep, k]
+    dropped = int(cells.counts[~keep].sum())
+    restricted = CellCounts(index, cells.counts[keep], domain.size, attributes=list(domain.attributes),
+                            domains=[list(v) for v in domain.values], name=cells.name, source=cells.source,
+                            domains_declared=True)
+    restricted.domain = domain
+    restricted.dropped_records = dropped
+    restricted.origin = cells
+    return restricted
+
+
+def cell_domain_of(cells, how: str, origin: str = "") -> CellDomain:
+    """The domain a table already carries (its attributes and their values), described as ``how``."""
+    if cells.domains is None:
+        return CellDomain(("cell",), None, HOW_RANGE, origin or f"{cells.domain_size:,} cells",
+                          cells=cells.domain_size)
+    return CellDomain(tuple(cells.attributes), tuple(tuple(v) for v in cells.domains), how, origin)
+
+
+# --- what a check may look at before the data is read ----------------------------------------------
+
+class PublicView:
+    """The declared facts of a dataset, and nothing else: what may decide a refusal before reading.
+
+    Mechanisms' ``check`` receives this before the data is read (and the real dataset
+    after, with the same public attributes). Any other attribute — row counts, totals,
+    whether the data is binary — is a fact about the people and raises, so a check that
+    would depend on the data fails loudly in tests instead of leaking.
+    """
+
+    def __init__(self, kind: str, domain, name: str = "dataset"):
+        self.kind, self.domain, self.name = kind, domain, name
+
+    @property
+    def n_items(self) -> int:
+        self._need("incidence", "n_items")
+        return self.domain.size
+
+    @property
+    def item_labels(self) -> np.ndarray:
+        self._need("incidence", "item_labels")
+        return self.domain.labels
+
+    @property
+    def domain_size(self) -> int:
+        self._need("cells", "domain_size")
+        return self.domain.size
+
+    @property
+    def attributes(self):
+        self._need("cells", "attributes")
+        return list(self.domain.attributes) if self.domain.values is not None else None
+
+    @property
+    def domains(self):
+        self._need("cells", "domains")
+        return None if self.domain.values is None else [list(v) for v in self.domain.values]
+
+    def _need(self, kind: str, attribute: str) -> None:
+        if self.kind != kind:
+            raise AttributeError(attribute)
+
+    def __getattr__(self, attribute):
+        raise AttributeError(f"'{attribute}' is a fact about the data, not a declared one: it cannot decide "
+                             "anything before the data is read")
+
+
+def public_view(data) -> PublicView:
+    """The public view of a dataset that carries a declared domain."""
+    if data.domain is None:
+        raise ParameterError(ITEMS_CHOICES_TEXT if data.kind == "incidence" else DOMAINS_CHOICES_TEXT)
+    return PublicView(data.kind, data.domain, data.name)
+
+
+def require_domain(data) -> None:
+    """A secure release publishes its domain: refuse one whose domain was not declared."""
+    if getattr(data, "domain", None) is None:
+        what = ("The release would publish the item labels found in the data, so one person's rare item could "
+                "show. " + ITEMS_CHOICES_TEXT) if data.kind == "incidence" else (
+            "The release would publish the attribute values found in the data. " + DOMAINS_CHOICES_TEXT)
+        raise ParameterError(what)
+
+
+def declare(data, items=None, *, items_are_public: bool = False):
+    """``data`` with a declared domain attached (the scripting API's way to declare it).
+
+    ``items``: a label file path, ``"range:D"``, a list of labels, or ``"from-data"`` with
+    ``items_are_public=True``; for cell tables, a dict of attribute domains or
+    ``"from-data"`` with ``items_are_public=True``. Private discovery spends budget and so
+    happens inside a release (``dpdesk.workflow``).
+    """
+    if data.kind == "cells":
+        if isinstance(items, dict):
+            values = tuple(tuple(str(v) for v in items[a]) if a in items else None for a in data.attributes or [])
+            if data.attributes is None or any(v is None for v in values):
+                raise ParameterError("Declare a domain for every attribute of the table.")
+            return restrict_cells(data, CellDomain(tuple(data.attributes), values, HOW_LIST, "declared domains"))
+        if items == "from-data" and items_are_public:
+            declared = copy.copy(data)
+            declared.domain, declared.origin = cell_domain_of(data, HOW_PUBLIC_DATA, "the data file"), data
+            return declared
+        raise ParameterError(DOMAINS_CHOICES_TEXT)
+    if isinstance(items, (list, tuple, np.ndarray)):
+        labels = [str(x) for x in items]
+        if not labels or len(set(labels)) != len(labels):
+            raise ParameterError("The declared item list must be non-empty and list each item once.")
+        return project(data, ItemDomain(np.array(labels, dtype=object), HOW_LIST, "a list given to the API"))
+    declaration = parse_items_option(None if items is None else str(items), public=items_are_public)
+    if declaration is None:
+        raise ParameterError(ITEMS_CHOICES_TEXT)
+    if declaration.kind == HOW_DISCOVERED:
+        raise ParameterError("Private discovery spends budget, so it happens inside a release "
+                             "(dpdesk.workflow.secure_release with items=…).")
+    if declaration.kind == HOW_PUBLIC_DATA:
+        return project(data, public_data_domain(data))
+    return project(data, declared_domain(declaration))
