@@ -89,6 +89,12 @@ class LedgerError(DpdeskError):
     title = "Budget ledger problem"
 
 
+class HomeError(DpdeskError):
+    """dpdesk's own folder (``DPDESK_HOME``) cannot be used."""
+
+    title = "dpdesk's folder cannot be used"
+
+
 class Cancelled(DpdeskError):
     """Long work was stopped by the user."""
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .errors import HomeError
+
 
 def user_data_dir() -> Path:
     """The directory for the budget ledger, logs and settings (``DPDESK_HOME`` overrides it)."""
@@ -14,7 +16,16 @@ def user_data_dir() -> Path:
     else:
         base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
         path = Path(base) / "dpdesk"
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise HomeError(f"dpdesk keeps its budget ledger and settings in {path}, but that is (or lies under) a "
+                        "file, not a folder. Set DPDESK_HOME to a folder you can write to.") from None
+    except OSError as error:
+        raise HomeError(f"Cannot create dpdesk's folder {path} ({error.strerror or error}). Set DPDESK_HOME to "
+                        "a folder you can write to.") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise HomeError(f"dpdesk cannot write to its folder {path}. Set DPDESK_HOME to a folder you can write to.")
     return path
 
 

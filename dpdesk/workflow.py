@@ -261,8 +261,12 @@ class Declared:
 
 
 def check_request(mechanism_id: str, epsilon, params: dict, *, dataset: str, items: DomainDeclaration | None,
-                  ledger=None, override_cap: bool = False) -> Declared:
-    """Every check that needs only declared inputs: refuse here, before the data is read."""
+                  ledger=None, override_cap: bool = False, carried=None) -> Declared:
+    """Every check that needs only declared inputs: refuse here, before the data is read.
+
+    ``carried`` is the domain the data already carries (declared through the API), when
+    ``items`` is None.
+    """
     from .privacy.ledger import Ledger, check_dataset_name
 
     mechanism = registry.get(mechanism_id)
@@ -271,6 +275,11 @@ def check_request(mechanism_id: str, epsilon, params: dict, *, dataset: str, ite
     eps = check_epsilon(epsilon)
     dataset = check_dataset_name(dataset)
     mechanism.validate(None, eps, params)  # parameter types and ranges
+    if items is None and carried is not None:
+        mechanism.validate(PublicView(mechanism.data_kind, carried, dataset), eps, params)
+        ledger = ledger if ledger is not None else Ledger.open()
+        ledger.check(dataset, eps, override=override_cap)
+        return Declared(mechanism, eps, params, dataset, None, domain=carried)
     if items is None:
         raise ParameterError(ITEMS_CHOICES_TEXT if mechanism.data_kind == "incidence" else DOMAINS_CHOICES_TEXT)
     if items.cells != (mechanism.data_kind == "cells"):
@@ -543,24 +552,19 @@ def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *,
     names = output_names(formats, reports)
     ledger = ledger if ledger is not None else Ledger.open()
     loaded = None if callable(data) else data
-    if items is None and loaded is not None and getattr(loaded, "domain", None) is None:
-        items = None  # declaration_of refuses below, before any noise
     if dataset is None and loaded is not None:
         dataset = loaded.name
-    declared = None
-    if items is not None:
-        declared = check_request(mechanism_id, epsilon, params, dataset=dataset, items=items, ledger=ledger,
-                                 override_cap=override_cap)
-    elif loaded is None:
-        raise ParameterError(ITEMS_CHOICES_TEXT)
+    carried = loaded is not None and items is None and getattr(loaded, "domain", None) is not None
+    declared = check_request(mechanism_id, epsilon, params, dataset=dataset, items=items, ledger=ledger,
+                             override_cap=override_cap, carried=loaded.domain if carried else None)
     if "pdf" in reports and pdf_writer is None:
         pdf_writer = _default_pdf_writer()  # fails now, not after the noise
     with prepare_export(out_dir, names, force=force) as target:
         if loaded is None:
             progress(0.02, "Reading the data")
-            loaded = data(cell_domains=declared.cell_domains) if declared and declared.cell_domains else data()
+            loaded = data(cell_domains=declared.cell_domains) if declared.cell_domains else data()
         release, files = secure_release(loaded, mechanism_id, epsilon, params, dataset=dataset, items=items,
-                                        domain=declared.domain if declared else None, chosen_how=chosen_how,
+                                        domain=None if items is None else declared.domain, chosen_how=chosen_how,
                                         override_cap=override_cap, override_name=override_name, ledger=ledger,
                                         formats=formats, progress=progress, cancel=cancel)
         return export_release(release, loaded, out_dir, formats=formats, reports=reports,

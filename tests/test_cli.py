@@ -30,7 +30,7 @@ def test_version_and_mechanisms():
 def test_release_round_trip(tmp_path, data_dir, dpdesk_home):
     out = tmp_path / "release"
     result = run("release", data_dir / "chess.dat.gz", "--mechanism", "lpa", "--epsilon", "0.69", "--bound", "37",
-                 "--out", out)
+                 "--items", "from-data", "--items-are-public", "--out", out)
     assert result.returncode == 0, result.stderr
     table = pd.read_csv(out / "release.csv", dtype={"item": str})
     assert list(table.columns) == ["item", "noisy_count"] and len(table) == 75
@@ -47,7 +47,7 @@ def test_release_round_trip(tmp_path, data_dir, dpdesk_home):
     # a second release into the same folder is refused, nothing overwritten
     before = (out / "release.csv").read_bytes()
     again = run("release", data_dir / "chess.dat.gz", "--mechanism", "lpa", "--epsilon", "0.69", "--bound", "37",
-                "--out", out)
+                "--items", "from-data", "--items-are-public", "--out", out)
     assert again.returncode == 2 and "already exists" in again.stderr
     assert (out / "release.csv").read_bytes() == before
 
@@ -72,6 +72,14 @@ def test_compare_writes_results_and_summary(tmp_path, data_dir):
     (["--mechanism", "lpa", "--epsilon", "1"], "bound"),
     (["--mechanism", "diff", "--epsilon", "1"], "index"),
     (["--mechanism", "lpa", "--epsilon", "1", "--bound", "5", "--param", "noise=loud"], "must be one of"),
+    (["--mechanism", "lpa", "--epsilon", "1", "--bound", "5"], "Declare the list of items"),
+    (["--mechanism", "lpa", "--epsilon", "1", "--bound", "5", "--items", "from-data"], "--items-are-public"),
+    (["--mechanism", "lpa", "--epsilon", "1", "--bound", "5", "--items", "discover"], "--delta"),
+    (["--mechanism", "lpa", "--epsilon", "1", "--bound", "5", "--items", "discover", "--delta", "1.5"],
+     "between 0 and 1"),
+    (["--mechanism", "lpa", "--epsilon", "1", "--bound", "5", "--items", "range:0"], "between 1"),
+    (["--mechanism", "fpa", "--epsilon", "1", "--bound", "5", "--param", "rho=9", "--items", "range:10"],
+     "too large for 10 items"),
 ])
 def test_bad_parameters_exit_2(tmp_path, data_dir, args, message):
     result = run("release", data_dir / "chess.dat.gz", *args, "--out", tmp_path / "o")

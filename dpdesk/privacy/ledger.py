@@ -474,6 +474,7 @@ class Ledger:
         recorded in the entry. A broken ledger refuses every release (``LedgerError``).
         """
         dataset = check_dataset_name(dataset)
+        self._initialise()
         with self._connect() as conn:
             self._require_intact(conn)
             spent, delta, cap, count = self._budget(conn, dataset)
@@ -501,6 +502,7 @@ class Ledger:
         dataset = check_dataset_name(release.dataset_name)
         epsilon, delta = float(release.epsilon), float(release.delta)
         payload, payload_sha = pack_payload(record if record is not None else release.to_record())
+        self._initialise()
         with self._transaction() as conn:
             last_id, last_hash = self._require_intact(conn)
             spent, _, cap, _ = self._budget(conn, dataset)
@@ -526,6 +528,7 @@ class Ledger:
                        reason: str) -> Entry:
         """Record the ε and δ spent by a release that stopped after it used the data."""
         dataset = check_dataset_name(dataset)
+        self._initialise()
         with self._transaction() as conn:
             last_id, last_hash = self._require_intact(conn)
             _, _, cap, _ = self._budget(conn, dataset)
@@ -553,6 +556,7 @@ class Ledger:
                 raise ParameterError(f"The cap must be a number, not {epsilon!r}.") from None
             if not math.isfinite(epsilon) or epsilon < 0:
                 raise ParameterError(f"The cap must be a finite ε of at least 0, not {epsilon:g}.")
+        self._initialise()
         with self._transaction() as conn:
             last_id, last_hash = self._require_intact(conn)
             row = _row(last_id + 1, "cap", dataset=dataset, cap=epsilon, reason=reason, prev_hash=last_hash)

@@ -1,5 +1,7 @@
-"""The budget ledger: totals, caps (refused before any noise), overrides, tamper evidence,
-crash consistency (SIGKILL of a real release process), concurrency, and the CLI."""
+"""The budget ledger: budgets per declared dataset with a default cap, caps and overrides in
+the chain, tamper evidence (edits, deletions, an emptied, deleted or rewound ledger), exports
+checked against the ledger, crash consistency (SIGKILL of a real release process),
+concurrency, and the CLI."""
 
 import json
 import math
@@ -23,26 +25,35 @@ import dpdesk
 from dpdesk import cli
 from dpdesk.errors import BudgetError, LedgerError, ParameterError
 from dpdesk.mechanisms.counts import LPA
-from dpdesk.privacy.ledger import GENESIS_HASH, Ledger, entry_hash
+from dpdesk.privacy.ledger import DEFAULT_CAP, GENESIS_HASH, HEAD_FILE, Ledger, entry_hash
 from dpdesk.privacy.randomness import SecureRandom
 from dpdesk.report.export import sha256_bytes
 from dpdesk.workflow import release_to_files
 
 REPO = Path(__file__).resolve().parents[2]
 HASH = "ab" * 32
+PUBLIC = ["--items", "from-data", "--items-are-public"]
 
 
 def small_data(name="small", seed=0, rows=60, items=8, prefix="i"):
     """Random 0/1 data in which every person and every item appears (so a pairs CSV of it
-    reads back as the same dataset, with the same fingerprint)."""
+    reads back as the same dataset, with the same fingerprint), with its labels declared public."""
     rng = np.random.default_rng(seed)
     dense = rng.random((rows, items)) < 0.3
     dense[np.arange(rows), np.arange(rows) % items] = True
-    return dpdesk.from_matrix(sp.csr_matrix(dense.astype(np.int64)), [f"{prefix}{j}" for j in range(items)], name=name)
+    data = dpdesk.from_matrix(sp.csr_matrix(dense.astype(np.int64)), [f"{prefix}{j}" for j in range(items)],
+                              name=name)
+    return dpdesk.declare(data, "from-data", items_are_public=True)
 
 
-def secure_release(data, epsilon=0.25, bound=3):
-    return dpdesk.release(data, "lpa", epsilon=epsilon, bound=bound)
+def secure_release(data, epsilon=0.25, bound=3, dataset=None):
+    release = dpdesk.release(data, "lpa", epsilon=epsilon, bound=bound)
+    release.dataset_name = dataset or data.name
+    return release
+
+
+def record(ledger, data, epsilon=0.25, hashes=None, **options):
+    return ledger.record(secure_release(data, epsilon), data.origin.fingerprint, hashes or {}, **options)
 
 
 @pytest.fixture
@@ -64,19 +75,23 @@ def write_csv(path, data):
 
 
 # -- location and format ---------------------------------------------------------------------------
-def test_open_uses_dpdesk_home_and_is_private(dpdesk_home):
+def test_open_uses_dpdesk_home_starts_with_a_genesis_and_is_private(dpdesk_home):
     ledger = Ledger.open()
     assert ledger.path == dpdesk_home / "ledger.sqlite"
-    assert ledger.path.exists()
     assert (ledger.path.stat().st_mode & 0o077) == 0
-    assert ledger.entries() == [] and ledger.totals() == {} and ledger.verify() is None
-    assert ledger.head() == (0, GENESIS_HASH)
+    entries = ledger.entries()
+    assert [e.kind for e in entries] == ["genesis"] and entries[0].prev_hash == GENESIS_HASH
+    assert "first use" in entries[0].reason and entries[0].parameters["ledger"] == ledger.ledger_id()
+    assert ledger.totals() == {} and ledger.verify() is None
+    head = json.loads((dpdesk_home / HEAD_FILE).read_text())
+    assert head["entries"] == 1 and head["hash"] == entries[0].hash and head["ledger"] == ledger.ledger_id()
+    assert ledger.head() == (1, entries[0].hash)
 
 
 def test_opening_listing_and_verifying_never_write(dpdesk_home, data, monkeypatch):
     """So a read-only ledger (a copy handed to an auditor) can be listed and verified."""
     ledger = Ledger.open()
-    ledger.record(secure_release(data), data, {})
+    record(ledger, data)
     before = ledger.path.read_bytes()
 
     def no_writes(self):
@@ -84,15 +99,19 @@ def test_opening_listing_and_verifying_never_write(dpdesk_home, data, monkeypatc
 
     monkeypatch.setattr(Ledger, "_transaction", no_writes)
     again = Ledger.open()
-    assert len(again.entries()) == 1 and again.verify() is None and again.totals()
+    assert len(again.entries()) == 2 and again.verify() is None and again.totals()
     assert ledger.path.read_bytes() == before
 
 
-def test_a_newer_ledger_format_is_refused(dpdesk_home):
+def test_a_newer_or_older_ledger_format_is_refused(dpdesk_home):
     ledger = Ledger.open()
     with sqlite3.connect(ledger.path) as conn:
         conn.execute("PRAGMA user_version = 99")
     with pytest.raises(LedgerError, match="newer dpdesk"):
+        Ledger.open()
+    with sqlite3.connect(ledger.path) as conn:
+        conn.execute("PRAGMA user_version = 1")
+    with pytest.raises(LedgerError, match="earlier dpdesk.*ledger new"):
         Ledger.open()
 
 
@@ -108,66 +127,131 @@ def test_a_file_that_is_not_a_ledger_is_refused(tmp_path):
         Ledger.open(garbage)
 
 
+@pytest.mark.parametrize("setup", ["read-only folder", "a file", "under a file"])
+def test_an_unusable_dpdesk_home_is_a_clear_error(tmp_path, monkeypatch, setup, capsys):
+    if setup == "read-only folder":
+        if os.geteuid() == 0:
+            pytest.skip("root writes into read-only folders")
+        home = tmp_path / "ro"
+        home.mkdir()
+        home.chmod(0o500)
+    elif setup == "a file":
+        home = tmp_path / "file"
+        home.write_text("x")
+    else:
+        (tmp_path / "file").write_text("x")
+        home = tmp_path / "file" / "home"
+    monkeypatch.setenv("DPDESK_HOME", str(home))
+    assert cli.main(["ledger", "verify"]) == 2
+    err = capsys.readouterr().err
+    assert "DPDESK_HOME" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
 # -- recording and totals ----------------------------------------------------------------------------
 def test_record_stores_every_field_and_chains(ledger, data):
     release = secure_release(data, epsilon=0.25)
-    first = ledger.record(release, data, {"release.csv": HASH, "release.json": "cd" * 32})
-    assert first.id == 1 and first.prev_hash == GENESIS_HASH
-    assert first.fingerprint == data.fingerprint and first.dataset_name == "small"
-    assert first.mechanism == "lpa" and first.epsilon == 0.25
+    first = ledger.record(release, data.origin.fingerprint, {"release.csv": HASH})
+    genesis = ledger.entries()[0]
+    assert first.id == 2 and first.prev_hash == genesis.hash and first.kind == "release"
+    assert first.fingerprint == data.origin.fingerprint and first.dataset == "small"
+    assert first.mechanism == "lpa" and first.epsilon == 0.25 and first.delta == 0.0
     assert first.parameters == {"bound": 3, "noise": "geometric", "clamp": False}
     assert first.budget == release.budget.as_list()
-    assert first.files == {"release.csv": HASH, "release.json": "cd" * 32}
+    assert first.files == {"release.csv": HASH}
     assert first.software == f"dpdesk {dpdesk.__version__}" and first.time == release.created
-    assert first.cap is None and first.cap_overridden is False
-    second = ledger.record(secure_release(data), data, {"release.csv": HASH})
-    assert second.id == 2 and second.prev_hash == first.hash
-    assert ledger.head() == (2, second.hash)
+    assert first.cap == DEFAULT_CAP and first.overrides == []
+    kept = first.release_record()  # the released values, for re-export
+    assert kept["values"] == np.asarray(release.values).tolist() and kept["labels"] == list(data.item_labels)
+    second = record(ledger, data)
+    assert second.id == 3 and second.prev_hash == first.hash
+    assert ledger.head() == (3, second.hash)
     public = second.public_dict()
     assert json.loads(json.dumps(public)) == public  # plain JSON
-    assert set(public) >= {"id", "time", "dataset_name", "fingerprint", "mechanism", "parameters", "epsilon",
-                           "budget", "software", "files_sha256", "cap", "cap_overridden", "prev_hash", "hash"}
+    assert set(public) >= {"id", "time", "kind", "dataset", "fingerprint", "mechanism", "parameters", "epsilon",
+                           "delta", "budget", "software", "files_sha256", "cap", "overrides", "prev_hash", "hash"}
 
 
-def test_totals_by_sequential_composition(ledger):
-    a, b = small_data("a", seed=1), small_data("b", seed=2)
-    spent = {a.fingerprint: [0.1, 0.2, 0.3], b.fingerprint: [0.7]}
-    for dataset in (a, b):
-        for epsilon in spent[dataset.fingerprint]:
-            ledger.record(secure_release(dataset, epsilon=epsilon), dataset, {"release.csv": HASH})
+def test_budgets_add_up_per_declared_dataset_not_per_file_content(ledger):
+    """C3: the same people with one row changed are the same dataset (the old ledger keyed
+    budgets by the exact content fingerprint, so a changed row started from zero)."""
+    a = small_data("clinic", seed=1)
+    changed = small_data("clinic", seed=1, rows=61)  # one more person
+    assert a.origin.fingerprint != changed.origin.fingerprint
+    for dataset, epsilon in ((a, 0.1), (a, 0.2), (changed, 0.3)):
+        record(ledger, dataset, epsilon)
+    b = small_data("survey", seed=2)
+    record(ledger, b, 0.7)
     totals = ledger.totals()
-    assert totals[a.fingerprint] == ("a", math.fsum([0.1, 0.2, 0.3]), None)
-    assert totals[b.fingerprint] == ("b", 0.7, None)
-    assert [e.epsilon for e in ledger.entries(dataset=a.fingerprint[:10])] == [0.1, 0.2, 0.3]
-    assert list(ledger.totals(dataset=b.fingerprint[:8])) == [b.fingerprint]
-    assert ledger.status(a.fingerprint).spent == pytest.approx(0.6)
+    assert totals["clinic"].spent == pytest.approx(0.6) and totals["clinic"].releases == 3
+    assert totals["survey"].spent == pytest.approx(0.7)
+    assert [e.epsilon for e in ledger.entries(dataset="clinic")] == [0.1, 0.2, 0.3]
+    assert ledger.status("clinic").spent == pytest.approx(0.6)
+
+
+def test_every_dataset_has_a_default_cap(ledger, data, tmp_path):
+    """C3: there was no cap by default (three releases at ε = 10 all went through)."""
+    assert ledger.status("anything").cap == DEFAULT_CAP == 3.0
+    release_to_files(data, "lpa", 1.5, {"bound": 3}, tmp_path / "a", ledger=ledger)
+    release_to_files(data, "lpa", 1.5, {"bound": 3}, tmp_path / "b", ledger=ledger)
+    with pytest.raises(BudgetError, match="cap ε = 3"):
+        release_to_files(data, "lpa", 0.01, {"bound": 3}, tmp_path / "c", ledger=ledger)
+    assert not (tmp_path / "c").exists()
+
+
+def test_the_same_data_under_another_name_is_refused_unless_overridden(ledger, tmp_path):
+    data = small_data("clinic-2025")
+    release_to_files(data, "lpa", 0.5, {"bound": 3}, tmp_path / "a", ledger=ledger)
+    renamed = small_data("fresh-name")  # the very same content under a new name
+    with pytest.raises(BudgetError, match="already released as dataset 'clinic-2025'.*No noise was drawn"):
+        release_to_files(renamed, "lpa", 0.5, {"bound": 3}, tmp_path / "b", ledger=ledger)
+    assert not (tmp_path / "b").exists()
+    release_to_files(renamed, "lpa", 0.5, {"bound": 3}, tmp_path / "b", ledger=ledger, override_name=True)
+    entry = ledger.entries()[-1]
+    assert entry.dataset == "fresh-name" and entry.overrides == ["dataset name"]
+    assert ledger.verify() is None
 
 
 def test_record_refuses_exploration_and_mismatched_data(ledger, data):
     seeded = dpdesk.release(data, "lpa", epsilon=0.5, bound=3, rng=7)
     with pytest.raises(LedgerError, match="exploration"):
-        ledger.record(seeded, data, {})
+        ledger.record(seeded, data.origin.fingerprint, {})
     other = small_data("other", seed=9)
     with pytest.raises(LedgerError, match="different dataset"):
-        ledger.record(secure_release(data), other, {})
-    assert ledger.entries() == []
+        ledger.record(secure_release(data), other.origin.fingerprint, {})
+    assert [e.kind for e in ledger.entries()] == ["genesis"]
 
 
 # -- caps ----------------------------------------------------------------------------------------------
 def test_cap_refuses_and_allows_up_to_the_cap(ledger, data):
-    ledger.set_cap(data.fingerprint, 0.3)
-    ledger.record(secure_release(data, 0.1), data, {})
-    ledger.record(secure_release(data, 0.2), data, {})  # 0.1 + 0.2 = 0.30000000000000004 still fits 0.3
+    ledger.set_cap("small", 0.3, "policy: 0.3 a year")
+    record(ledger, data, 0.1)
+    record(ledger, data, 0.2)  # 0.1 + 0.2 = 0.30000000000000004 still fits 0.3
     with pytest.raises(BudgetError) as refused:
-        ledger.check(data.fingerprint, 0.01)
+        ledger.check("small", 0.01)
     message = str(refused.value)
     assert "0.3" in message and "No noise was drawn" in message and "override" in message
-    assert ledger.totals()[data.fingerprint][2] == 0.3
+    assert ledger.totals()["small"].cap == 0.3
+
+
+def test_cap_changes_are_entries_of_the_chain_with_their_reason(ledger, data):
+    cap = ledger.set_cap("small", 1.0, "board decision of 3 May")
+    assert cap.kind == "cap" and cap.cap == 1.0 and cap.reason == "board decision of 3 May"
+    assert ledger.status("small").cap == 1.0
+    with pytest.raises(ParameterError, match="reason"):
+        ledger.set_cap("small", 2.0, "  ")
+    for bad in (-1, float("nan"), float("inf"), "lots"):
+        with pytest.raises(ParameterError):
+            ledger.set_cap("small", bad, "r")
+    with pytest.raises(ParameterError):
+        ledger.set_cap("", 1.0, "r")
+    ledger.set_cap("small", None, "no cap for this open data")
+    assert ledger.status("small").cap is None
+    assert [e.kind for e in ledger.entries()] == ["genesis", "cap", "cap"] and ledger.verify() is None
 
 
 def test_cap_refusal_happens_before_any_random_draw(ledger, data, tmp_path, monkeypatch):
-    ledger.set_cap(data.fingerprint, 0.5)
-    ledger.record(secure_release(data, 0.4), data, {})
+    ledger.set_cap("small", 0.5, "test")
+    record(ledger, data, 0.4)
     calls = []
 
     def no_randomness(self, count):
@@ -184,21 +268,20 @@ def test_cap_refusal_happens_before_any_random_draw(ledger, data, tmp_path, monk
         release_to_files(data, "lpa", 0.2, {"bound": 3}, tmp_path / "out", ledger=ledger)
     assert calls == []
     assert not (tmp_path / "out").exists()
-    assert len(ledger.entries()) == 1
-    # the CLI takes the same path: exit status 2, the refusal on stderr, no noise
-    csv = write_csv(tmp_path / "data.csv", data)
+    assert len(ledger.entries()) == 3
+    # the CLI takes the same path, and refuses before it even reads the file
+    csv = write_csv(tmp_path / "data.csv", data.origin)
     monkeypatch.setattr(Ledger, "open", classmethod(lambda cls, path=None: ledger))
-    # the CLI reads the file again; its fingerprint is the same dataset's
-    assert dpdesk.load(csv).fingerprint == data.fingerprint
+    monkeypatch.setattr(dpdesk.data.loader, "read_raw", lambda *a, **k: calls.append("read"))
     status = cli.main(["release", str(csv), "--mechanism", "lpa", "--epsilon", "0.2", "--bound", "3",
-                       "--out", str(tmp_path / "cli-out")])
+                       "--dataset", "small", *PUBLIC, "--out", str(tmp_path / "cli-out")])
     assert status == 2 and calls == []
     assert not (tmp_path / "cli-out").exists()
 
 
 def test_override_is_recorded(ledger, data, tmp_path):
-    ledger.set_cap(data.fingerprint, 0.5)
-    within = ledger.record(secure_release(data, 0.3), data, {}, override=True)
+    ledger.set_cap("small", 0.5, "test")
+    within = record(ledger, data, 0.3, override=True)
     assert within.cap == 0.5 and within.cap_overridden is False  # nothing was overridden
     with pytest.raises(BudgetError):
         release_to_files(data, "lpa", 0.3, {"bound": 3}, tmp_path / "refused", ledger=ledger)
@@ -206,34 +289,26 @@ def test_override_is_recorded(ledger, data, tmp_path):
     assert [p.name for p in paths] == ["release.csv", "release.json"]
     entry = ledger.entries()[-1]
     assert entry.cap_overridden is True and entry.cap == 0.5 and entry.epsilon == 0.3
-    assert ledger.totals()[data.fingerprint][1] == pytest.approx(0.6)
+    assert ledger.totals()["small"].spent == pytest.approx(0.6)
     assert ledger.verify() is None
 
 
 def test_record_checks_the_cap_again_inside_its_transaction(ledger, data):
-    ledger.set_cap(data.fingerprint, 0.5)
-    ledger.check(data.fingerprint, 0.3)  # passes now ...
-    ledger.record(secure_release(data, 0.3), data, {})  # ... but another release gets in first
+    ledger.set_cap("small", 0.5, "test")
+    ledger.check("small", 0.3)  # passes now ...
+    record(ledger, data, 0.3)  # ... but another release gets in first
     with pytest.raises(BudgetError, match="Nothing was released or recorded"):
-        ledger.record(secure_release(data, 0.3), data, {})
-    assert len(ledger.entries()) == 1
+        record(ledger, data, 0.3)
+    assert len(ledger.entries()) == 3
 
 
-def test_set_cap_resolves_prefixes_and_checks_values(ledger, data):
-    with pytest.raises(ParameterError, match="knows no dataset"):
-        ledger.set_cap(data.fingerprint[:12], 1.0)  # unknown datasets need the full fingerprint
-    assert ledger.set_cap(data.fingerprint, 1.0) == data.fingerprint
-    assert ledger.set_cap(data.fingerprint[:8].upper(), 2.0) == data.fingerprint
-    assert ledger.status(data.fingerprint).cap == 2.0
-    for bad in (-1, float("nan"), float("inf"), "lots"):
-        with pytest.raises(ParameterError):
-            ledger.set_cap(data.fingerprint, bad)
-    with pytest.raises(ParameterError):
-        ledger.set_cap("not-hex!", 1.0)
-    with pytest.raises(ParameterError, match="at least 6"):
-        ledger.set_cap(data.fingerprint[:3], 1.0)
-    ledger.set_cap(data.fingerprint, None)
-    assert ledger.status(data.fingerprint).cap is None
+def test_a_charged_refusal_is_recorded_as_spent(ledger, data):
+    from dpdesk.privacy.budget import BudgetSplit
+
+    entry = ledger.record_charged("small", data.origin.fingerprint, "filter", {},
+                                  BudgetSplit.single(0.05, "estimate n"), "the estimate was too large")
+    assert entry.kind == "charged" and entry.epsilon == 0.05
+    assert ledger.status("small").spent == pytest.approx(0.05)
 
 
 # -- tamper evidence ------------------------------------------------------------------------------------
@@ -247,22 +322,22 @@ def sqlite3_cli(database: Path, statement: str) -> None:
 
 @pytest.fixture
 def five_entries(ledger, data):
-    for k in range(5):
-        ledger.record(secure_release(data, 0.1 + k / 100), data, {"release.csv": HASH})
-    assert ledger.verify() is None
+    ledger.set_cap("small", 2.0, "test")  # entry 2
+    for k in range(3):  # entries 3..5
+        record(ledger, data, 0.1 + k / 100, {"release.csv": HASH})
+    assert ledger.verify() is None and ledger.head()[0] == 5
     return ledger
 
 
 @pytest.mark.parametrize("statement, broken, reason", [
     ("UPDATE entries SET epsilon = 0.001 WHERE id = 3", 3, "does not match its hash"),
-    ("UPDATE entries SET cap_overridden = 1 WHERE id = 2", 2, "does not match its hash"),
+    ("UPDATE entries SET cap = 100 WHERE kind = 'cap'", 2, "does not match its hash"),
+    ("UPDATE entries SET overrides = '[\"cap\"]' WHERE id = 4", 4, "does not match its hash"),
     ("UPDATE entries SET files = '{}' WHERE id = 4", 4, "does not match its hash"),
-    ("UPDATE entries SET dataset_name = 'x' WHERE id = 1", 1, "does not match its hash"),
+    ("UPDATE entries SET dataset = 'x' WHERE id = 5", 5, "does not match its hash"),
+    ("UPDATE entries SET payload = zeroblob(10) WHERE id = 3", 3, "does not match its hash"),
     ("DELETE FROM entries WHERE id = 2", 2, "missing"),
     ("DELETE FROM entries WHERE id = 5", 5, "deleted at the end"),
-    ("DELETE FROM entries WHERE id >= 4; UPDATE head SET last_id = 3, hash = (SELECT hash FROM entries WHERE id = 3)",
-     4, "deleted at the end"),
-    ("DELETE FROM entries", 1, "deleted at the end"),
     ("UPDATE entries SET prev_hash = '" + "0" * 64 + "' WHERE id = 4", 4, "does not carry the hash"),
 ])
 def test_tampering_with_the_sqlite3_tool_is_detected(five_entries, statement, broken, reason, capsys):
@@ -273,15 +348,31 @@ def test_tampering_with_the_sqlite3_tool_is_detected(five_entries, statement, br
     assert f"entry #{broken}" in capsys.readouterr().err
 
 
+def test_a_negative_epsilon_is_refused_by_the_schema_and_by_verify(five_entries):
+    with sqlite3.connect(five_entries.path) as conn:
+        conn.row_factory = sqlite3.Row
+        row = dict(conn.execute("SELECT * FROM entries WHERE id = 5").fetchone())
+        row.update(id=6, prev_hash=row["hash"], epsilon=-5.0)
+        row["hash"] = entry_hash(row)
+        columns = ", ".join(row)
+        with pytest.raises(sqlite3.IntegrityError):
+            conn.execute(f"INSERT INTO entries ({columns}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
+        conn.execute("PRAGMA ignore_check_constraints = ON")
+        conn.execute(f"INSERT INTO entries ({columns}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
+        conn.execute("UPDATE head SET last_id = 6, hash = ?", (row["hash"],))
+    problem = five_entries.verify()
+    assert problem.entry_id == 6 and "impossible budget" in problem.reason
+
+
 def test_rebuilt_hash_still_breaks_the_chain(five_entries):
     """Editing a row and recomputing its hash moves the break to the next entry."""
     with sqlite3.connect(five_entries.path) as conn:
         conn.row_factory = sqlite3.Row
-        row = dict(conn.execute("SELECT * FROM entries WHERE id = 2").fetchone())
+        row = dict(conn.execute("SELECT * FROM entries WHERE id = 3").fetchone())
         row["epsilon"] = 0.0001
-        conn.execute("UPDATE entries SET epsilon = ?, hash = ? WHERE id = 2", (row["epsilon"], entry_hash(row)))
+        conn.execute("UPDATE entries SET epsilon = ?, hash = ? WHERE id = 3", (row["epsilon"], entry_hash(row)))
     problem = five_entries.verify()
-    assert problem.entry_id == 3 and "does not carry the hash of entry #2" in problem.reason
+    assert problem.entry_id == 4 and "does not carry the hash of entry #3" in problem.reason
 
 
 def test_an_inserted_entry_is_detected(five_entries):
@@ -295,15 +386,116 @@ def test_an_inserted_entry_is_detected(five_entries):
     assert problem.entry_id == 6 and "outside dpdesk" in problem.reason
 
 
+# The four ways to reset a ledger quietly (issue 14): each must be refused, not read as "intact".
+def _empty_the_file(ledger):
+    ledger.path.write_bytes(b"")
+
+
+def _delete_the_file(ledger):
+    ledger.path.unlink()
+
+
+def _three_deletes(ledger):
+    sqlite3_cli(ledger.path, "DELETE FROM entries; DELETE FROM head; DELETE FROM sqlite_sequence;")
+
+
+def _rewind(ledger):
+    sqlite3_cli(ledger.path, "DELETE FROM entries WHERE id = 5; UPDATE head SET last_id = 4, hash = "
+                             "(SELECT hash FROM entries WHERE id = 4); UPDATE sqlite_sequence SET seq = 4;")
+
+
+@pytest.mark.parametrize("reset, message", [
+    (_empty_the_file, "missing or empty"),
+    (_delete_the_file, "missing or empty"),
+    (_three_deletes, "emptied"),
+    (_rewind, "rewound"),
+])
+def test_a_reset_ledger_is_detected_and_refuses_releases(five_entries, data, tmp_path, reset, message, capsys):
+    reset(five_entries)
+    assert cli.main(["ledger", "verify"]) != 0
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    with pytest.raises(LedgerError, match=message):
+        release_to_files(data, "lpa", 0.1, {"bound": 3}, tmp_path / "out", ledger=Ledger(five_entries.path))
+    with pytest.raises(LedgerError):
+        Ledger.open().check("small", 0.1)
+    assert not (tmp_path / "out").exists()
+    # starting over is an explicit, recorded act
+    assert cli.main(["ledger", "new", "--reason", "restored machine, old ledger lost"]) == 0
+    fresh = Ledger.open()
+    genesis = fresh.entries()[0]
+    assert genesis.reason == "restored machine, old ledger lost"
+    assert genesis.parameters["replaces"]["entries"] == 5
+    assert fresh.verify() is None and fresh.status("small").spent == 0
+
+
+def test_the_head_file_remembers_a_crash_between_commit_and_head_update(five_entries, data):
+    """The database one entry ahead of ledger.head is accepted (it extends what was remembered)."""
+    head = (five_entries.head_path).read_text()
+    record(five_entries, data, 0.1)
+    five_entries.head_path.write_text(head)  # as if the process died before replacing the head file
+    assert five_entries.verify() is None
+    assert json.loads(five_entries.head_path.read_text())["entries"] == 6  # caught up
+
+
+def test_a_damaged_or_foreign_head_file_is_refused(five_entries, data):
+    five_entries.head_path.write_text("{not json")
+    with pytest.raises(LedgerError, match="damaged"):
+        five_entries.check("small", 0.1)
+    five_entries.head_path.write_text(json.dumps({"ledger": "someone-else", "entries": 5, "hash": "x"}))
+    assert "not the ledger dpdesk last used" in str(five_entries.verify())
+
+
 def test_a_broken_ledger_refuses_releases(five_entries, data, tmp_path):
     sqlite3_cli(five_entries.path, "DELETE FROM entries WHERE id = 1")
     with pytest.raises(LedgerError, match="broken at entry #1"):
-        five_entries.check(data.fingerprint, 0.1)
+        five_entries.check("small", 0.1)
     with pytest.raises(LedgerError):
-        five_entries.record(secure_release(data), data, {})
+        record(five_entries, data)
     with pytest.raises(LedgerError):
         release_to_files(data, "lpa", 0.1, {"bound": 3}, tmp_path / "out", ledger=five_entries)
     assert not (tmp_path / "out").exists()
+
+
+# -- exports carry their entry: a ledger is checked against what was published -------------------------
+def test_exports_are_checked_against_the_ledger(dpdesk_home, data, tmp_path, capsys):
+    ledger = Ledger.open()
+    out = tmp_path / "published"
+    release_to_files(data, "lpa", 0.2, {"bound": 3}, out, formats=("csv", "json"), ledger=ledger)
+    reference = json.loads((out / "release.json").read_text())["ledger"]
+    assert reference == {"entry": 2, "entry_hash": ledger.entries()[-1].hash, "ledger": ledger.ledger_id()}
+    assert cli.main(["ledger", "verify", "--release", str(out)]) == 0
+    assert "matches the ledger" in capsys.readouterr().out
+    # someone deletes both the ledger and its head file, and a new ledger starts quietly ...
+    ledger.path.unlink()
+    ledger.head_path.unlink()
+    Ledger.open()
+    assert cli.main(["ledger", "verify", "--release", str(out)]) == 1
+    assert "another ledger" in capsys.readouterr().err
+    # ... and a changed release file is caught too
+    (out / "release.csv").write_text("item,noisy_count\ni0,1\n")
+    assert "changed after it was exported" in Ledger.open().verify_export(out)
+
+
+def test_a_recorded_release_is_exported_again_without_new_noise(dpdesk_home, data, tmp_path, monkeypatch,
+                                                               capsys):
+    first = tmp_path / "first"
+    release_to_files(data, "lpa", 0.2, {"bound": 3}, first, formats=("csv", "json", "parquet"))
+    entry = Ledger.open().entries()[-1].id
+
+    def no_randomness(self, count):
+        raise AssertionError("new noise was drawn")
+
+    monkeypatch.setattr(SecureRandom, "words", no_randomness)
+    again = tmp_path / "again"
+    assert cli.main(["export", "--entry", str(entry), "--out", str(again), "--formats", "csv,json,parquet",
+                     "--report", "html"]) == 0
+    for name in ("release.csv", "release.json", "release.parquet"):
+        assert (first / name).read_bytes() == (again / name).read_bytes(), name
+    assert (again / "privacy-report.html").exists()
+    assert cli.main(["ledger", "verify", "--release", str(first), str(again)]) == 0
+    assert cli.main(["export", "--entry", "1", "--out", str(tmp_path / "x")]) == 2
+    assert "genesis entry" in capsys.readouterr().err
 
 
 # -- crash consistency -----------------------------------------------------------------------------------
@@ -329,24 +521,26 @@ def read_until(process: subprocess.Popen, marker: str) -> None:
 def test_kill_inside_the_record_transaction_leaves_the_ledger_consistent(dpdesk_home, data, tmp_path):
     ledger = Ledger.open()
     for _ in range(2):
-        ledger.record(secure_release(data), data, {"release.csv": HASH})
-    csv = write_csv(tmp_path / "data.csv", data)
+        record(ledger, data, 0.25, {"release.csv": HASH})
+    csv = write_csv(tmp_path / "data.csv", data.origin)
     process = python_process(f"""
         import time
         import dpdesk
         from dpdesk.privacy.ledger import Ledger
 
-        advance = Ledger._advance_head
+        advance = Ledger._advance_head if hasattr(Ledger, "_advance_head") else None
+        import dpdesk.privacy.ledger as module
+        original = module._advance_head
 
-        def advance_then_hang(self, conn, last_id, last_hash):
-            advance(self, conn, last_id, last_hash)  # entry inserted and head moved, not committed
+        def advance_then_hang(conn, last_id, last_hash):
+            original(conn, last_id, last_hash)  # entry inserted and head moved, not committed
             print("inside-transaction", flush=True)
             time.sleep(120)
 
-        Ledger._advance_head = advance_then_hang
-        data = dpdesk.load({str(csv)!r})
+        module._advance_head = advance_then_hang
+        data = dpdesk.declare(dpdesk.load({str(csv)!r}, name="small"), "from-data", items_are_public=True)
         release = dpdesk.release(data, "lpa", epsilon=0.25, bound=3)
-        Ledger.open().record(release, data, {{"release.csv": "{HASH}"}})
+        Ledger.open().record(release, data.origin.fingerprint, {{"release.csv": "{HASH}"}})
     """, dpdesk_home)
     read_until(process, "inside-transaction")
     assert Path(str(ledger.path) + "-journal").exists()  # really mid-transaction
@@ -355,15 +549,16 @@ def test_kill_inside_the_record_transaction_leaves_the_ledger_consistent(dpdesk_
     assert process.returncode == -signal.SIGKILL
     reopened = Ledger.open()
     assert reopened.verify() is None
-    assert [e.id for e in reopened.entries()] == [1, 2]
-    assert reopened.record(secure_release(data), data, {}).id == 3
+    assert [e.id for e in reopened.entries()] == [1, 2, 3]
+    assert record(reopened, data).id == 4
     assert reopened.verify() is None
 
 
 def test_kill_during_release_loops_never_leaves_an_unrecorded_file(dpdesk_home, data, tmp_path):
-    """SIGKILL at random moments of real releases: the chain verifies, and every release file
-    present under its final name is in the ledger (published ⇒ recorded)."""
-    csv = write_csv(tmp_path / "data.csv", data)
+    """SIGKILL at random moments of real releases: the chain verifies, every release file
+    present under its final name is in the ledger (published ⇒ recorded), no public folder
+    holds a half-written or temporary file, and no internal report is ever in one."""
+    csv = write_csv(tmp_path / "data.csv", data.origin)
     out = tmp_path / "out"
     delays = random.Random(20240611)
     for round_number in range(2):
@@ -372,10 +567,10 @@ def test_kill_during_release_loops_never_leaves_an_unrecorded_file(dpdesk_home, 
             import dpdesk
             from dpdesk.workflow import release_to_files
 
-            data = dpdesk.load({str(csv)!r})
+            data = dpdesk.declare(dpdesk.load({str(csv)!r}, name="small"), "from-data", items_are_public=True)
             for k in range(10_000):
-                release_to_files(data, "lpa", 0.001, {{"bound": 3}}, Path({str(out)!r}) / "r{round_number}-{{}}".format(k),
-                                 formats=("csv", "json", "parquet"))
+                release_to_files(data, "lpa", 0.0001, {{"bound": 3}}, Path({str(out)!r}) / "r{round_number}-{{}}".format(k),
+                                 formats=("csv", "json", "parquet"), reports=("html",), internal_report=True)
                 print("released", flush=True)
         """, dpdesk_home)
         read_until(process, "released")
@@ -385,73 +580,78 @@ def test_kill_during_release_loops_never_leaves_an_unrecorded_file(dpdesk_home, 
         ledger = Ledger.open()
         assert ledger.verify() is None
         recorded = {e.files.get("release.csv") for e in ledger.entries()}
-        released = sorted(out.glob("*/release.csv"))
+        released = sorted(out.glob("r*/release.csv"))
         assert released and len(ledger.entries()) >= len(released)
         for path in released:
             assert sha256_bytes(path.read_bytes()) in recorded, path
-        assert not list(out.glob("*/release.*.part"))  # temporaries are hidden names, never final ones
+        for folder in out.glob("r*"):
+            names = sorted(p.name for p in folder.iterdir())
+            assert names == ["privacy-report.html", "release.csv", "release.json", "release.parquet"], names
+        assert not list(out.rglob("*NOT-FOR-PUBLICATION*"))
 
 
 def test_concurrent_records_keep_one_chain(ledger, data):
     releases = [secure_release(data, 0.01) for _ in range(24)]
     errors = []
+    fingerprint = data.origin.fingerprint
 
-    def record(batch):
+    def record_all(batch):
         try:
             for release in batch:
-                Ledger.open(ledger.path).record(release, data, {"release.csv": HASH})
+                Ledger.open(ledger.path).record(release, fingerprint, {"release.csv": HASH})
         except Exception as error:  # reported below
             errors.append(error)
 
-    threads = [threading.Thread(target=record, args=(releases[k::4],)) for k in range(4)]
+    threads = [threading.Thread(target=record_all, args=(releases[k::4],)) for k in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     assert errors == []
-    assert [e.id for e in ledger.entries()] == list(range(1, 25))
+    assert [e.id for e in ledger.entries()] == list(range(1, 26))
     assert ledger.verify() is None
-    assert ledger.totals()[data.fingerprint][1] == pytest.approx(0.24)
+    assert ledger.totals()["small"].spent == pytest.approx(0.24)
 
 
 # -- CLI ---------------------------------------------------------------------------------------------
 def test_cli_ledger_commands(dpdesk_home, data, tmp_path, capsys):
-    csv = write_csv(tmp_path / "data.csv", data)
-    assert cli.main(["release", str(csv), "--mechanism", "lpa", "--epsilon", "0.4", "--bound", "3",
+    csv = write_csv(tmp_path / "data.csv", data.origin)
+    assert cli.main(["release", str(csv), "--mechanism", "lpa", "--epsilon", "0.4", "--bound", "3", *PUBLIC,
                      "--out", str(tmp_path / "a")]) == 0
     capsys.readouterr()
-    fingerprint = data.fingerprint
     assert cli.main(["ledger", "list"]) == 0
     listing = capsys.readouterr().out
-    assert "#1" in listing and fingerprint[:12] in listing and "ε = 0.4" in listing and "no cap set" in listing
-    assert cli.main(["ledger", "cap", fingerprint[:10], "0.5"]) == 0
+    assert "#2" in listing and "data (" in listing and "ε = 0.4" in listing and "of cap 3" in listing
+    assert cli.main(["ledger", "cap", "data", "0.5", "--reason", "agreed with the board"]) == 0
     assert "set to ε = 0.5" in capsys.readouterr().out
-    assert cli.main(["release", str(csv), "--mechanism", "lpa", "--epsilon", "0.2", "--bound", "3",
+    assert cli.main(["release", str(csv), "--mechanism", "lpa", "--epsilon", "0.2", "--bound", "3", *PUBLIC,
                      "--out", str(tmp_path / "b")]) == 2
     assert "cap" in capsys.readouterr().err
-    assert cli.main(["release", str(csv), "--mechanism", "lpa", "--epsilon", "0.2", "--bound", "3",
+    assert cli.main(["release", str(csv), "--mechanism", "lpa", "--epsilon", "0.2", "--bound", "3", *PUBLIC,
                      "--out", str(tmp_path / "b"), "--override-cap"]) == 0
     capsys.readouterr()
-    assert cli.main(["ledger", "list", "--json", "--dataset", fingerprint[:8]]) == 0
+    assert cli.main(["ledger", "list", "--json", "--dataset", "data"]) == 0
     entries = json.loads(capsys.readouterr().out)
-    assert [e["cap_overridden"] for e in entries] == [False, True]
-    assert entries[1]["files_sha256"]["release.csv"] == sha256_bytes(
-        (tmp_path / "b" / "release.csv").read_bytes())
-    assert cli.main(["ledger", "list", "--dataset", "ffffff"]) == 0
-    assert "no releases for ffffff" in capsys.readouterr().out
+    assert [e["kind"] for e in entries] == ["release", "cap", "release"]
+    assert [e["overrides"] for e in entries] == [[], [], ["cap"]]
+    assert entries[2]["files_sha256"]["release.csv"] == sha256_bytes((tmp_path / "b" / "release.csv").read_bytes())
+    assert cli.main(["ledger", "list", "--dataset", "nobody"]) == 0
+    assert "no releases for nobody" in capsys.readouterr().out
     assert cli.main(["ledger", "verify"]) == 0
-    assert "intact (2 entries" in capsys.readouterr().out
-    assert cli.main(["ledger", "cap", fingerprint, "none"]) == 0
+    assert "intact (4 entries" in capsys.readouterr().out
+    assert cli.main(["ledger", "cap", "data", "none", "--reason", "open data now"]) == 0
     assert "removed" in capsys.readouterr().out
-    assert Ledger.open().status(fingerprint).cap is None
+    assert Ledger.open().status("data").cap is None
     with pytest.raises(SystemExit) as exited:
-        cli.main(["ledger", "cap", fingerprint, "lots"])
+        cli.main(["ledger", "cap", "data", "lots", "--reason", "x"])
     assert exited.value.code == 2
+    with pytest.raises(SystemExit):
+        cli.main(["ledger", "cap", "data", "1"])  # the reason is required
 
 
 def test_cli_ledger_list_warns_when_broken(dpdesk_home, data, capsys):
     ledger = Ledger.open()
-    ledger.record(secure_release(data), data, {})
-    sqlite3_cli(ledger.path, "UPDATE entries SET epsilon = 0.0 WHERE id = 1")
+    record(ledger, data)
+    sqlite3_cli(ledger.path, "UPDATE entries SET epsilon = 0.0 WHERE id = 2")
     assert cli.main(["ledger", "list"]) == 0
-    assert "broken at entry #1" in capsys.readouterr().err
+    assert "broken at entry #2" in capsys.readouterr().err
