@@ -15,6 +15,7 @@ from ..errors import DpdeskError
 from ..paths import sample_path, user_data_dir
 from ..privacy.ledger import Ledger
 from ..project import Project
+from ..workflow import default_dataset_name
 from .compare_page import ComparePage
 from .configure_page import ConfigurePage
 from .plan_page import PlanPage
@@ -156,7 +157,8 @@ class MainWindow(QMainWindow):
     def import_data(self, path: str | None = None) -> bool:
         wizard = ImportWizard(self, path)
         if wizard.exec() and wizard.dataset is not None:
-            self.state.set_dataset(wizard.dataset, wizard.settings())
+            name, declaration = wizard.publication()
+            self.state.set_dataset(wizard.dataset, wizard.settings(), name, declaration)
             self._remember(wizard.settings()["path"])
             self.statusBar().showMessage(f"Loaded {wizard.dataset.describe()}.")
             return True
@@ -186,7 +188,8 @@ class MainWindow(QMainWindow):
         settings = {"path": project.data["path"], "format": project.data.get("format", "auto"),
                     **project.data.get("options", {})}
         self.state.apply_project(project)
-        self.state.set_dataset(data, settings)
+        self.state.set_dataset(data, settings, self.state.dataset_name or default_dataset_name(settings["path"]),
+                               self.state.domain_declaration)
         self.state.project_path = Path(path)
         self.state.dirty = False
         self._remember(path)
@@ -250,12 +253,12 @@ class MainWindow(QMainWindow):
             self.ledger_label.setText("<b>Budget ledger</b><br>Import data to see the ε already spent on it.")
             return
         try:
-            status = Ledger.open().status(data.fingerprint)
+            status = Ledger.open().status(self.state.dataset_name)
         except DpdeskError as error:
             self.ledger_label.setText(f"<b>Budget ledger</b><br>{error}")
             return
-        cap = f"of cap {status.cap:g}" if status.cap is not None else "(no cap set)"
-        self.ledger_label.setText(f"<b>Budget ledger</b><br>ε used {status.spent:.3g} {cap}")
+        cap = f"of cap {status.cap:g}" if status.cap is not None else "(no cap)"
+        self.ledger_label.setText(f"<b>Budget ledger</b><br>{self.state.dataset_name}: ε used {status.spent:.3g} {cap}")
 
     def show_about(self) -> None:
         QMessageBox.about(self, "About dpdesk",

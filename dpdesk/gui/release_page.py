@@ -9,14 +9,15 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog,
-                               QFormLayout, QGroupBox, QHBoxLayout, QInputDialog, QLabel, QLineEdit, QProgressBar,
+                               QFormLayout, QGroupBox, QHBoxLayout, QInputDialog, QLabel, QLineEdit, QMessageBox,
+                               QProgressBar,
                                QPushButton, QSplitter, QTableView, QVBoxLayout, QWidget)
 
 from .. import mechanisms as registry
 from ..errors import DpdeskError, ParameterError
 from ..evaluation.planner import odds_after
 from ..privacy.ledger import Ledger
-from ..workflow import DEFAULT_CHOSEN, INTERNAL_REPORT_FILE, export_release, secure_release
+from ..workflow import DEFAULT_CHOSEN, INTERNAL_REPORT_FILE, export_release, internal_reports_dir, secure_release
 from .state import AppState
 from .widgets import Banner, explanation, heading, show_error
 from .workers import Task
@@ -93,6 +94,15 @@ class ReleasePage(QWidget):
         form.addRow("ε:", self.epsilon)
         form.addRow("Settings:", self.params)
         form.addRow("How it was chosen:", self.chosen)
+        publication = QHBoxLayout()
+        self.publication = QLabel("")
+        self.publication.setWordWrap(True)
+        self.publication.setAccessibleName("Who the data is about and where the published list comes from")
+        self.publication_button = QPushButton("Change…")
+        self.publication_button.setAccessibleName("Change who the data is about or the published list")
+        publication.addWidget(self.publication, 1)
+        publication.addWidget(self.publication_button)
+        form.addRow("About:", publication)
         self.meaning = explanation("")
         form.addRow(self.meaning)
         top.addWidget(choose, 3)
@@ -156,6 +166,7 @@ class ReleasePage(QWidget):
         self.run_button.clicked.connect(self.run)
         self.export_button.clicked.connect(self.export)
         self.cap_button.clicked.connect(self.set_cap)
+        self.publication_button.clicked.connect(self.change_publication)
         self.override.toggled.connect(self.refresh)
         state.config_changed.connect(self.rebuild)
         state.dataset_changed.connect(self.rebuild)
@@ -196,20 +207,26 @@ class ReleasePage(QWidget):
             self.params.setText("Tick a mechanism on the Configure page.")
         if data is None:
             self.ledger_text.setText("Import data first.")
+            self.publication.setText("")
             self.run_button.setEnabled(False)
             return
+        name, declaration = self.state.dataset_name, self.state.domain_declaration
+        self.publication.setText(f"<b>{name or '(not named)'}</b>; published list: "
+                                 + (declaration.describe() if declaration is not None else
+                                    "<span style='color:#8B0000'>not declared yet — press Change…</span>"))
+        ready = ready and declaration is not None and bool(name)
         try:
-            status = self._ledger().status(data.fingerprint)
+            status = self._ledger().status(name or "(not named)")
         except DpdeskError as error:
             self.ledger_text.setText(f"The ledger cannot be read: {error}")
             self.run_button.setEnabled(False)
             return
-        cap = "no cap set" if status.cap is None else f"cap ε = {status.cap:g}"
+        cap = "no cap" if status.cap is None else f"cap ε = {status.cap:g}"
         after = status.spent + epsilon
-        self.ledger_text.setText(f"<b>{data.name}</b>: ε = {status.spent:.4g} spent so far in "
-                                 f"{len(self._ledger().entries(dataset=data.fingerprint))} release(s) ({cap}).<br>"
+        self.ledger_text.setText(f"<b>{name}</b>: ε = {status.spent:.4g} spent so far in "
+                                 f"{status.releases} release(s) ({cap}).<br>"
                                  f"A release at ε = {epsilon:.4g} adds that much → total <b>{after:.4g}</b> "
-                                 "(releases of the same data add up: sequential composition).")
+                                 "(releases about the same people add up: sequential composition).")
         exceeds = status.cap is not None and after > status.cap + 1e-12
         self.cap_warning.setVisible(exceeds)
         self.override.setVisible(exceeds)
@@ -220,18 +237,38 @@ class ReleasePage(QWidget):
                                    and not (self.task is not None and self.task.running))
 
     def set_cap(self) -> None:
+        name = self.state.dataset_name
+        if self.state.dataset is None or not name:
+            return
+        value, ok = QInputDialog.getDouble(self, "Budget cap", f"Largest total ε for {name}:", 3.0, 0.0, 100.0, 4)
+        if not ok:
+            return
+        reason, ok = QInputDialog.getText(self, "Budget cap", "Why does the cap change? (recorded in the ledger)")
+        if not ok:
+            return
+        try:
+            self._ledger().set_cap(name, value, reason)
+        except DpdeskError as error:
+            show_error(self, error)
+        self.state.ledger_changed.emit()
+        self.refresh()
+
+    def change_publication(self) -> None:
+        from .publication import PublicationDialog
+
         data = self.state.dataset
         if data is None:
             return
-        value, ok = QInputDialog.getDouble(self, "Budget cap", f"Largest total ε for {data.name} (0 removes the cap):",
-                                           1.0, 0.0, 100.0, 4)
-        if ok:
-            try:
-                self._ledger().set_cap(data.fingerprint, value if value > 0 else None)
-            except DpdeskError as error:
-                show_error(self, error)
-            self.state.ledger_changed.emit()
+        dialog = PublicationDialog(data.kind, self.state.dataset_name, self.state.domain_declaration, self)
+        if dialog.exec():
+            self.state.set_publication(dialog.choice.dataset_name(), dialog.choice.declaration())
             self.refresh()
+
+    def confirm(self, text: str) -> bool:
+        """One confirmation before each release (tests replace it)."""
+        answer = QMessageBox.question(self, "Run the release?", text, QMessageBox.Yes | QMessageBox.Cancel,
+                                      QMessageBox.Cancel)
+        return answer == QMessageBox.Yes
 
     # -- running -------------------------------------------------------------------------
     def run(self) -> None:
@@ -241,10 +278,22 @@ class ReleasePage(QWidget):
             return
         params = self.state.params_for(mechanism_id)
         epsilon = self.epsilon.value()
+        name = self.state.dataset_name
+        try:
+            status = self._ledger().status(name)
+        except DpdeskError as error:
+            show_error(self, error)
+            return
+        cap = "no cap" if status.cap is None else f"its cap is ε = {status.cap:g}"
+        if not self.confirm(f"Release {name} with {registry.get(mechanism_id).name} at ε = {epsilon:.4g}?<br><br>"
+                            f"This spends ε = {epsilon:.4g} for good: the total for {name} becomes "
+                            f"<b>{status.spent + epsilon:.4g}</b> ({cap})."):
+            return
         chosen = self.chosen.currentText().strip() or DEFAULT_CHOSEN
         self.state.release_choice = {"mechanism": mechanism_id, "epsilon": epsilon, "params": params,
                                      "chosen_how": chosen}
-        self.task = Task(secure_release, data, mechanism_id, epsilon, params, chosen_how=chosen,
+        self.task = Task(secure_release, data, mechanism_id, epsilon, params, dataset=name,
+                         items=self.state.domain_declaration, chosen_how=chosen,
                          override_cap=self.override.isChecked(), parent=self)
         self.task.progress.connect(lambda f, m: (self.progress.setValue(int(f * 1000)), self.status.setText(m)))
         self.task.succeeded.connect(self._released)
@@ -273,7 +322,7 @@ class ReleasePage(QWidget):
         if release is None:
             self.table.setModel(None)
             return
-        entry = release.report.get("ledger_entry")
+        entry = (release.report.get("ledger") or {}).get("entry")
         self.status.setText(f"Released with {release.mechanism} at ε = {release.epsilon:.4g} "
                             f"({release.randomness}); recorded in the ledger as entry #{entry}. "
                             "Check the preview, then export.")
@@ -366,7 +415,8 @@ class ExportDialog(QDialog):
         self.internal = QCheckBox(INTERNAL_REPORT_FILE)
         internal_layout.addWidget(self.internal)
         internal_layout.addWidget(_note("true-data summary, truncation counts, realised errors and the comparison "
-                                        "results — keep it inside your organisation"))
+                                        f"results — saved in dpdesk's own folder ({internal_reports_dir()}), never "
+                                        "in the export folder; keep it inside your organisation"))
         layout.addWidget(internal)
         self.overwrite = QCheckBox("Replace files that already exist in this folder")
         layout.addWidget(self.overwrite)

@@ -35,6 +35,8 @@ class AppState(QObject):
     def __init__(self) -> None:
         super().__init__()
         self.dataset = None
+        self.dataset_name: str = ""  # the people the data is about: the budget ledger's key
+        self.domain_declaration = None  # how the published list of items is declared (DomainDeclaration)
         self.import_settings: dict = {}
         self.configurations: dict[str, Configuration] = {}
         self.bound: int | None = None
@@ -50,9 +52,12 @@ class AppState(QObject):
         self.dirty = False
 
     # -- dataset -----------------------------------------------------------------------
-    def set_dataset(self, dataset, settings: dict) -> None:
+    def set_dataset(self, dataset, settings: dict, name: str | None = None, declaration=None) -> None:
         self.dataset = dataset
         self.import_settings = dict(settings)
+        if name is not None:
+            self.dataset_name = name
+        self.domain_declaration = declaration
         self.comparison = None
         self.comparison_dataset = None
         self.release = None
@@ -113,6 +118,13 @@ class AppState(QObject):
         self.comparison_on_standin = on_standin
         self.comparison_changed.emit()
 
+    def set_publication(self, name: str, declaration) -> None:
+        """Change who the data is about and how the published list is declared."""
+        self.dataset_name, self.domain_declaration = name, declaration
+        self.dirty = True
+        self.ledger_changed.emit()
+        self.release_changed.emit()
+
     def set_release(self, release, files: dict) -> None:
         self.release = release
         self.release_files = files
@@ -131,7 +143,12 @@ class AppState(QObject):
         compare = dict(self.compare_settings)
         compare["epsilon"] = self.epsilon
         compare["bound"] = self.bound
-        return Project(data=data, mechanisms=mechanisms, compare=compare, release=dict(self.release_choice))
+        release = dict(self.release_choice)
+        if self.dataset_name:
+            release["dataset"] = self.dataset_name
+        if self.domain_declaration is not None:
+            release["items"] = self.domain_declaration.to_json()
+        return Project(data=data, mechanisms=mechanisms, compare=compare, release=release)
 
     def apply_project(self, project: Project) -> None:
         self.configurations = {}
@@ -146,6 +163,8 @@ class AppState(QObject):
         self.bound = int(bound) if bound is not None else None
         self.compare_settings.update({k: v for k, v in compare.items() if k in ("epsilons", "repeats", "seed")})
         self.release_choice = dict(project.release)
+        self.dataset_name = str(project.release.get("dataset") or "")
+        self.domain_declaration = project.items_declaration()
         self.project_path = project.path
         self.dirty = False
         self.config_changed.emit()

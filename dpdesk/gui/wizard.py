@@ -1,5 +1,6 @@
 """The import wizard: choose a file → format and options with a live preview → map columns →
-load in the background and check, with a summary of the (internal) figures."""
+load in the background and check, with a summary of the (internal) figures → who the data is
+about and where the published list of items comes from."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..data.detect import DELIMITER_NAMES, FORMATS, preview, sniff
 from ..data.textio import read_raw
 from ..errors import DpdeskError
 from ..paths import sample_path
+from .publication import PublicationPage
 from .widgets import Banner, DataSummaryView, explanation, fill_table
 from .workers import Task
 
@@ -404,7 +406,8 @@ class ImportWizard(QWizard):
         self.format_page = FormatPage(self)
         self.mapping_page = MappingPage(self)
         self.summary_page = SummaryPage(self)
-        for page in (self.file_page, self.format_page, self.mapping_page, self.summary_page):
+        self.publication_page = PublicationPage(self)
+        for page in (self.file_page, self.format_page, self.mapping_page, self.summary_page, self.publication_page):
             self.addPage(page)
         if path:
             self.file_page.path.setText(str(path))
@@ -413,6 +416,11 @@ class ImportWizard(QWizard):
     @property
     def dataset(self):
         return self.summary_page.dataset
+
+    def publication(self) -> tuple[str, object]:
+        """The declared dataset name and how the published list of items is declared."""
+        choice = self.publication_page.choice
+        return choice.dataset_name(), choice.declaration()
 
     def settings(self) -> dict:
         s = self.format_page.settings()

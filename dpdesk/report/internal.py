@@ -77,8 +77,8 @@ def _identification(data, release) -> str:
         ("Randomness", esc(release.randomness)),
         ("Made", esc(release.created)),
     ]
-    if report.get("ledger_entry") is not None:
-        rows.append(("Budget ledger entry", f"#{esc(report['ledger_entry'])}"))
+    if report.get("ledger"):
+        rows.append(("Budget ledger entry", f"#{esc(report['ledger']['entry'])}"))
     return _section("The release") + table(rows)
 
 

@@ -25,7 +25,7 @@ from .export import require_release
 
 # what the sections below show; any other key of release.report goes to "Further details"
 _KNOWN_KEYS = {"mechanism", "epsilon", "budget", "parameters", "public_facts", "randomness", "mode", "software",
-               "created", "expected_error", "notes", "how_chosen", "ledger_entry"}
+               "created", "expected_error", "notes", "how_chosen", "ledger", "domain"}
 _ERROR_LABELS = {
     "noise_scale": "noise scale",
     "within_95": "95% of errors are at most",
@@ -116,6 +116,7 @@ def public_report_html(release, hashes: dict) -> str:
         _guarantee(epsilon),
         _mechanism(mechanism),
         _budget(report.get("budget") or release.budget.as_list(), epsilon),
+        _domain(report.get("domain")),
         _public_facts(report.get("public_facts") or {}),
         _parameters(mechanism.get("id", release.mechanism), report.get("parameters", release.params)),
         _choice(report.get("how_chosen")),
@@ -138,8 +139,9 @@ def _key_facts(release, mechanism: dict, epsilon: float, hashes: dict) -> str:
                                                 f"(ε-differential privacy, one person added or removed)</td>"),
         ('<td class="key">Date</td>', f"<td>{esc(release.report.get('created') or release.created)}</td>"),
     ]
-    if release.report.get("ledger_entry") is not None:
-        rows.append(('<td class="key">Budget ledger entry</td>', f"<td>#{esc(release.report['ledger_entry'])}</td>"))
+    ledger = release.report.get("ledger")
+    if ledger:
+        rows.append(('<td class="key">Budget ledger entry</td>', f"<td>#{esc(ledger['entry'])}</td>"))
     if hashes:
         rows.append(('<td class="key">Released files</td>',
                      f"<td>{esc(', '.join(sorted(hashes)))} (checksums below)</td>"))
@@ -182,6 +184,14 @@ def _budget(steps: list, epsilon: float) -> str:
     return ("<h2>Privacy budget and its split</h2>"
             f"<p>The release spends ε = {esc(fmt(epsilon))} in all; every step that looks at the data spends "
             "its own share:</p>" + table(rows, ["Step", "ε", "Share", "What it does"], numeric=(1, 2)))
+
+
+def _domain(domain: dict | None) -> str:
+    """Where the published list of items (or cells) came from: it is part of the release."""
+    if not domain:
+        return ""
+    return ("<h2>What the release lists</h2><p>" + esc(domain.get("statement", "")) + " Items in the data but not "
+            "in this list were left out before counting; listed items that nobody has are counted as 0.</p>")
 
 
 def _public_facts(facts: dict) -> str:
@@ -240,8 +250,12 @@ def _expected_error(expected, notes: list) -> str:
 def _provenance(report: dict, created: str) -> str:
     rows = [("Randomness", esc(report.get("randomness", ""))), ("Mode", esc(report.get("mode", ""))),
             ("Software", esc(report.get("software", ""))), ("Date", esc(created))]
-    if report.get("ledger_entry") is not None:
-        rows.append(("Budget ledger entry", f"#{esc(report['ledger_entry'])} (in the steward's local ledger)"))
+    ledger = report.get("ledger")
+    if ledger:
+        rows.append(("Budget ledger entry", f"#{esc(ledger['entry'])} of ledger {esc(ledger['ledger'])}, entry hash "
+                                            f"<code>{esc(ledger['entry_hash'])}</code> (the steward's ledger can be "
+                                            "checked against this release: <code>dpdesk ledger verify --release "
+                                            "FOLDER</code>)"))
     return ("<h2>How it was made</h2>" + table(rows)
             + '<p class="note">dpdesk samples integer noise exactly (discrete Laplace) and real-valued noise on a '
               "power-of-two grid, from the operating system's cryptographic random number generator, so the "

@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt, QTimer
 import dpdesk
 from dpdesk.gui.main_window import MainWindow
 from dpdesk.gui.release_page import ExportDialog
+from dpdesk.data.domain import DomainDeclaration
 from dpdesk.gui.wizard import ImportWizard
 
 
@@ -58,7 +59,16 @@ def test_end_to_end_import_compare_release_export(window, qtbot, data_dir, tmp_p
     qtbot.waitUntil(lambda: wizard.dataset is not None, timeout=30_000)
     assert wizard.summary_page.summary.table.rowCount() == 7
     assert wizard.dataset.summary()["rows"] == 88162
-    window.state.set_dataset(wizard.dataset, wizard.settings())
+    # the last question: who the data is about, and where the published item list comes from
+    wizard.next()
+    page = wizard.publication_page
+    assert wizard.currentPage() is page and not page.isComplete()  # no silent default
+    assert page.choice.dataset_name() == "retail"
+    page.choice.buttons["public-data"].setChecked(True)
+    assert page.isComplete()
+    name, declaration = wizard.publication()
+    assert name == "retail" and declaration.kind == "public-data"
+    window.state.set_dataset(wizard.dataset, wizard.settings(), name, declaration)
     assert "retail" in window.windowTitle() and "88,162" in window.windowTitle()
 
     # configure: three mechanisms, the declared bound, ε
@@ -103,12 +113,16 @@ def test_end_to_end_import_compare_release_export(window, qtbot, data_dir, tmp_p
     release_page = window.release_page
     release_page.mechanism.setCurrentIndex(release_page.mechanism.findData("gs"))
     release_page.chosen.setCurrentIndex(2)
+    asked = []
+    release_page.confirm = lambda text: asked.append(text) or True
     qtbot.mouseClick(release_page.run_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: window.state.release is not None or bool(dialogs), timeout=60_000)
     assert not dialogs, dialogs
     release = window.state.release
     assert release.mechanism == "gs" and not release.exploration
-    assert release.report["ledger_entry"] >= 1
+    assert release.report["ledger"]["entry"] >= 2
+    assert len(asked) == 1 and "ε = 0.6931" in asked[0] and "cap is ε = 3" in asked[0]
+    assert release.report["domain"]["how"] == "public-data"
     assert release_page.table.model().rowCount() == 16470
     assert "ε used 0.693" in window.ledger_label.text()
 
@@ -124,7 +138,9 @@ def test_end_to_end_import_compare_release_export(window, qtbot, data_dir, tmp_p
     assert not dialogs, dialogs
     names = {p.name for p in dialog.written}
     assert names == {"release.csv", "release.parquet", "release.json", "privacy-report.html", "privacy-report.pdf",
-                     "internal-report-NOT-FOR-PUBLICATION.html"}
+                     f"entry-{release.report['ledger']['entry']}-internal-report-NOT-FOR-PUBLICATION.html"}
+    assert sorted(p.name for p in out.iterdir()) == ["privacy-report.html", "privacy-report.pdf", "release.csv",
+                                                     "release.json", "release.parquet"]  # internal report elsewhere
     table = pd.read_csv(out / "release.csv", dtype={"item": str})
     assert len(table) == 16470 and np.allclose(table["noisy_count"], release.values)
     report = (out / "privacy-report.html").read_text()
@@ -214,6 +230,7 @@ def test_project_round_trip(window, qtbot, data_dir, tmp_path):
     tick(window, {"lpa", "alpa"})
     window.state.set_epsilon(0.5)
     window.state.release_choice = {"mechanism": "lpa", "epsilon": 0.5, "params": {"bound": 37}}
+    window.state.set_publication("chess endgames", DomainDeclaration("public-data"))
     path = tmp_path / "chess.dpdesk"
     window.state.project_path = path
     window.save_project()
@@ -224,6 +241,7 @@ def test_project_round_trip(window, qtbot, data_dir, tmp_path):
     assert other.state.dataset.fingerprint == data.fingerprint
     assert other.state.bound == 37 and abs(other.state.epsilon - 0.5) < 1e-12
     assert [c.mechanism for c in other.state.enabled()] == ["lpa", "alpa"]
+    assert other.state.dataset_name == "chess endgames" and other.state.domain_declaration.kind == "public-data"
     other.state.dirty = False
     # the same project runs headless
     import subprocess
@@ -233,6 +251,9 @@ def test_project_round_trip(window, qtbot, data_dir, tmp_path):
                           str(tmp_path / "headless")], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert len(pd.read_csv(tmp_path / "headless" / "release.csv")) == 75
+    from dpdesk.privacy.ledger import Ledger
+
+    assert Ledger.open().status("chess endgames").spent == 0.5
 
 
 def test_many_qt_calls_do_not_crash(qtbot):
@@ -272,6 +293,8 @@ def test_cell_summaries_compare_and_release(window, qtbot, data_dir, tmp_path, d
     assert page.detail_panel._series and "summary" in page.detail_panel.title_label.text().lower()
     release_page = window.release_page
     release_page.mechanism.setCurrentIndex(release_page.mechanism.findData("filter2"))
+    window.state.set_publication("adult census", DomainDeclaration("public-data", cells=True))
+    release_page.confirm = lambda text: True
     release_page.run()
     qtbot.waitUntil(lambda: window.state.release is not None or bool(dialogs), timeout=60_000)
     assert not dialogs, dialogs

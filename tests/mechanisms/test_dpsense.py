@@ -313,7 +313,8 @@ def test_valued_data_estimates_column_sums(data_dir):
 def test_cli_release(tmp_path, data_dir, mechanism, extra, candidates):
     out = tmp_path / "out"
     subprocess.run([sys.executable, "-m", "dpdesk.cli", "release", str(data_dir / "groceries.csv.gz"),
-                    "--mechanism", mechanism, "--epsilon", "1.0", *extra, "--out", str(out)],
+                    "--mechanism", mechanism, "--epsilon", "1.0", *extra, "--out", str(out),
+                    "--items", "from-data", "--items-are-public"],
                    check=True, capture_output=True, text=True)
     published = json.loads((out / "release.json").read_text())
     assert published["mechanism"]["id"] == mechanism

@@ -196,7 +196,8 @@ def test_sketch_has_sensitivity_d_and_answers_points():
 
 
 def test_export_table_and_secure_release(adult):
-    release = dpdesk.release(adult, "filter-priority", epsilon=1.0, threshold=3, size=800)  # secure
+    declared = dpdesk.declare(adult, "from-data", items_are_public=True)
+    release = dpdesk.release(declared, "filter-priority", epsilon=1.0, threshold=3, size=800)  # secure
     table = release_table(release)
     assert list(table.columns) == ["cell", "label", "value", "weight"] and len(table) == 800
     files = render_release(release, ("csv", "json"))
@@ -212,12 +213,14 @@ def test_cli_release_on_adult(tmp_path, data_dir, dpdesk_home):
     out = tmp_path / "out"
     result = run("release", data_dir / "adult.data.gz", "--format", "records", "--attributes",
                  ",".join(map(str, ADULT_ATTRIBUTES)), "--mechanism", "filter2", "--epsilon", "1",
-                 "--param", "target_size=6000", "--param", "nonzeros=7000", "--out", out)
+                 "--param", "target_size=6000", "--param", "nonzeros=7000", "--out", out,
+                 "--domains", "from-data", "--domains-are-public")
     assert result.returncode == 0, result.stderr
     table = pd.read_csv(out / "release.csv")
     assert list(table.columns) == ["cell", "label", "value"] and 3000 < len(table) < 15000
     refused = run("release", data_dir / "adult.data.gz", "--format", "records", "--attributes", "1,3",
-                  "--mechanism", "priority", "--epsilon", "1", "--out", tmp_path / "x")
+                  "--mechanism", "priority", "--epsilon", "1", "--out", tmp_path / "x",
+                  "--domains", "from-data", "--domains-are-public")
     assert refused.returncode == 2 and "Sample size s) is required" in refused.stderr
 
 

@@ -111,16 +111,17 @@ def test_cli_release_refuses_to_overwrite_before_spending_budget(dpdesk_home, tm
     csv = tmp_path / "data.csv"
     csv.write_text("person,item\n" + "".join(f"p{r},{data.item_labels[c]}\n" for r, c in zip(rows, cols)))
     out = tmp_path / "out"
-    args = ["release", str(csv), "--mechanism", "lpa", "--epsilon", "0.3", "--bound", "4", "--out", str(out)]
+    args = ["release", str(csv), "--mechanism", "lpa", "--epsilon", "0.3", "--bound", "4", "--out", str(out),
+            "--items", "from-data", "--items-are-public"]
     assert cli.main(args) == 0
     first = (out / "release.csv").read_bytes()
     capsys.readouterr()
     assert cli.main(args) == 2
     assert "already exists" in capsys.readouterr().err
     assert (out / "release.csv").read_bytes() == first
-    assert len(Ledger.open().entries()) == 1  # refused before the ledger and before any noise
+    assert len(Ledger.open().entries(kinds=("release",))) == 1  # refused before the ledger and any noise
     assert cli.main(args + ["--force"]) == 0
-    entries = Ledger.open().entries()
+    entries = Ledger.open().entries(kinds=("release",))
     assert len(entries) == 2
     assert entries[-1].files["release.csv"] == sha256_bytes((out / "release.csv").read_bytes())
 
@@ -178,10 +179,11 @@ def test_csv_parquet_and_json_hold_the_same_release_and_public_metadata(dpdesk_h
     import pyarrow.parquet as pq
 
     embedded = json.loads(pq.read_schema(out / "release.parquet").metadata[b"dpdesk.release"])
-    assert embedded == {k: v for k, v in metadata.items() if k not in ("values", "files_sha256")}
+    assert embedded == {k: v for k, v in metadata.items() if k not in ("values", "files_sha256", "ledger")}
     entry = Ledger.open().entries()[-1]
-    assert set(entry.files) == {"release.csv", "release.parquet", "release.json"}
-    assert entry.files["release.json"] == sha256_bytes((out / "release.json").read_bytes())
+    # the data files' hashes are in the entry; release.json carries the entry's own hash instead
+    assert set(entry.files) == {"release.csv", "release.parquet"}
+    assert metadata["ledger"] == {"entry": entry.id, "entry_hash": entry.hash, "ledger": Ledger.open().ledger_id()}
     report = public_report_html(_release_with_report(metadata), entry.files)
     assert "on public stand-in data before seeing any result" in report
 
@@ -213,5 +215,5 @@ def test_unknown_formats_and_reports_are_refused_before_anything_happens(dpdesk_
         release_to_files(data, "lpa", 0.5, {"bound": 4}, tmp_path / "b", reports=("docx",))
     with pytest.raises(ParameterError):
         release_to_files(data, "lpa", 0.5, {"bound": 4}, tmp_path / "c", formats=())
-    assert Ledger.open().entries() == []
+    assert Ledger.open().entries(kinds=("release",)) == []
     assert not any((tmp_path / name).exists() for name in "abc")

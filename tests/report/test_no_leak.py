@@ -74,7 +74,8 @@ def crafted_incidence():
     data = dpdesk.from_matrix(matrix, [f"product-{j:04d}" for j in range(N_ITEMS)], name="crafted")
     assert np.array_equal(data.column_counts[:DISTINCT_ITEMS], counts)
     assert data.summary()["max_row_count"] == WIDE_ROW_ITEMS and data.n_rows == N_ROWS
-    return data
+    # the product list is public (a catalogue), so it is declared from the file
+    return dpdesk.declare(data, "from-data", items_are_public=True)
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +158,7 @@ def test_no_true_value_in_public_files(crafted, forbidden, mechanism_id, tmp_pat
     out = tmp_path / "out"
     release_to_files(crafted, mechanism_id, 0.5, declared_params(mechanism), out, formats=("csv", "json", "parquet"),
                      reports=("html",), internal_report=True)
-    values, fingerprint = forbidden, crafted.fingerprint
+    values, fingerprint = forbidden, crafted.origin.fingerprint
 
     report = (out / "privacy-report.html").read_text(encoding="utf-8")
     assert "Privacy report" in report and "ε = 0.5" in report
@@ -170,14 +171,15 @@ def test_no_true_value_in_public_files(crafted, forbidden, mechanism_id, tmp_pat
     parquet_metadata = pq.read_schema(out / "release.parquet").metadata[b"dpdesk.release"].decode("utf-8")
     assert leaks(parquet_metadata, values) == []
 
-    (entry,) = Ledger.open().entries()
+    (entry,) = Ledger.open().entries(kinds=("release",))
     public = entry.public_dict()
     assert public["fingerprint"] == fingerprint  # the local ledger identifies the dataset ...
     public.pop("fingerprint")  # ... and nothing else in it comes from the data
     assert leaks(json.dumps(public, ensure_ascii=False), values) == []
 
     # the search finds true values where they belong: the internal report
-    internal = (out / INTERNAL_REPORT_FILE).read_text(encoding="utf-8")
+    assert not (out / INTERNAL_REPORT_FILE).exists()  # never in the public folder
+    internal = (dpdesk_home / "internal-reports" / f"entry-{entry.id}-{INTERNAL_REPORT_FILE}").read_text(encoding="utf-8")
     found = leaks(internal, values)
     assert any("104729" in f or "104,729" in f for f in found)
     assert any("summary rows" in f for f in found) and "the dataset fingerprint" in found
@@ -213,7 +215,7 @@ def test_the_leak_search_can_fail(crafted, forbidden):
 def crafted_cells():
     counts = np.concatenate([[7919, 104_729], distinct_primes(10_007, 20_000, 98)])
     indices = np.arange(0, 100 * 37, 37)
-    return dpdesk.from_cells(indices, counts, 10_000, name="crafted cells")
+    return dpdesk.from_cells(indices, counts, 10_000, name="crafted cells")  # m declared: cells 0..9999
 
 
 @pytest.mark.parametrize("mechanism_id", mechanism_cases("cells"))

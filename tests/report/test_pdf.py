@@ -26,6 +26,7 @@ def report_html():
     dense = rng.random((40, 6)) < 0.4
     dense[np.arange(40), np.arange(40) % 6] = True
     data = dpdesk.from_matrix(sp.csr_matrix(dense.astype(np.int64)), [f"x{j}" for j in range(6)], name="clinic")
+    data = dpdesk.declare(data, [f"x{j}" for j in range(6)])
     release = dpdesk.release(data, "lpa", epsilon=0.69, bound=2, clamp=True)
     release.report["how_chosen"] = "chosen before looking at results"
     return public_report_html(release, {"release.csv": "a1" * 32, "release.json": "b2" * 32})
@@ -105,7 +106,8 @@ def test_the_cli_writes_the_pdf_without_a_display(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     env.update(DPDESK_HOME=str(tmp_path / "home"), PYTHONPATH=str(REPO))
     result = subprocess.run([sys.executable, "-m", "dpdesk.cli", "release", str(csv), "--mechanism", "lpa",
-                             "--epsilon", "1", "--bound", "2", "--out", str(tmp_path / "out"), "--report", "html,pdf"],
+                             "--epsilon", "1", "--bound", "2", "--out", str(tmp_path / "out"), "--report", "html,pdf",
+                             "--items", "from-data", "--items-are-public"],
                             env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     pdf = (tmp_path / "out" / "privacy-report.pdf").read_bytes()
