@@ -170,8 +170,8 @@ def cmd_release(args) -> int:
         items = items or project.items_declaration()
         dataset = args.dataset or choice.get("dataset") or default_dataset_name(project.data.get("path", ""))
 
-        def read(cell_domains=None):
-            return project.load_data(**({"domains": cell_domains} if cell_domains else {}))
+        def read():
+            return project.load_data()
     else:
         if not args.file:
             raise ParameterError("Give a data FILE (or --project FILE).")
@@ -181,11 +181,8 @@ def cmd_release(args) -> int:
         chosen_how = args.chosen_how
         dataset = args.dataset or args.name or default_dataset_name(args.file)
 
-        def read(cell_domains=None):
-            options = _import_options(args)
-            if cell_domains:
-                options["domains"] = cell_domains
-            return load(args.file, format=args.format, **options)
+        def read():
+            return load(args.file, format=args.format, **_import_options(args))
     reports = [r.strip() for r in (args.report or "").split(",") if r.strip()]
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     written = release_to_files(read, mechanism, epsilon, params, Path(args.out), dataset=dataset, items=items,

@@ -382,6 +382,11 @@ def secure_release(data, mechanism_id: str, epsilon, params: dict, *, dataset: s
     if discovery is not None:
         _prepend(release, discovery, eps)
     require_release(release)
+    release.data = released
+    domain = getattr(released, "domain", None)
+    release.internal.update(getattr(domain, "internal", None) or {})
+    if getattr(released, "dropped_records", 0):
+        release.internal["records dropped (a value outside the declared domains)"] = released.dropped_records
     release.dataset_name = dataset
     release.report["how_chosen"] = chosen_how or DEFAULT_CHOSEN
     files = render_release(release, [f for f in formats if f != "json"])
@@ -409,8 +414,6 @@ def apply_domain(data, items: DomainDeclaration | None, domain=None):
                              + DOMAINS_CHOICES_TEXT)
     if items.kind == HOW_PUBLIC_DATA:
         return _with_cell_domain(data, cell_domain_of(data, HOW_PUBLIC_DATA, "the data file"))
-    if getattr(data, "domain", None) is not None and data.domain.how == HOW_LIST:
-        return data  # the loader applied the declared domains
     domains = read_domains_file(items.path)
     values = tuple(tuple(domains[a]) if a in domains else None for a in (data.attributes or []))
     if data.attributes is None or any(v is None for v in values):
@@ -492,7 +495,8 @@ def export_release(release, data, out_dir, *, formats=("csv", "json"), reports=(
         if internal_report:
             from .report import internal as internal_report_module
 
-            internal = internal_report_module.internal_report_html(data, release, comparison=comparison)
+            source = release.data if release.data is not None else data
+            internal = internal_report_module.internal_report_html(source, release, comparison=comparison)
         if cancel is not None:
             cancel.check()  # last moment to stop: nothing has been written yet
         progress(0.9, "Writing files")
@@ -562,7 +566,7 @@ def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *,
     with prepare_export(out_dir, names, force=force) as target:
         if loaded is None:
             progress(0.02, "Reading the data")
-            loaded = data(cell_domains=declared.cell_domains) if declared.cell_domains else data()
+            loaded = data()  # as it is: the domain is applied after, so the fingerprint is of the whole file
         release, files = secure_release(loaded, mechanism_id, epsilon, params, dataset=dataset, items=items,
                                         domain=None if items is None else declared.domain, chosen_how=chosen_how,
                                         override_cap=override_cap, override_name=override_name, ledger=ledger,

@@ -173,6 +173,9 @@ class Release:
     report: dict = field(default_factory=dict)
     diagnostics: dict = field(default_factory=dict)
     internal: dict = field(default_factory=dict)
+    #: the data the mechanism ran on (after projection onto the declared domain), kept in
+    #: memory for the internal report; never serialised or published
+    data: object = field(default=None, repr=False, compare=False)
 
     @property
     def epsilon_spent(self) -> float:
