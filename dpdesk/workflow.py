@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+from glob import escape as glob_escape
 import os
 import re
 import shutil
@@ -180,6 +181,10 @@ def write_export(target: ExportTarget, files: dict[str, bytes]) -> list[Path]:
     folder = target.folder
     parent = folder.parent
     _clear_stale_staging(parent, folder.name)
+    if folder.is_dir():  # temporaries an earlier dpdesk left inside the folder (it staged there)
+        for name in files:
+            for stale in folder.glob(f".{glob_escape(name)}.*.part"):
+                stale.unlink(missing_ok=True)
     try:
         parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=parent, prefix=f"{STAGING_PREFIX}{folder.name}-"))

