@@ -174,15 +174,16 @@ def write_export(target: ExportTarget, files: dict[str, bytes]) -> list[Path]:
     """Write ``{name: bytes}`` into the target folder, whole or not at all.
 
     Every file is first written and fsynced in a staging folder beside the target (never
-    inside it), then moved in. When the target folder does not exist yet, the staging
-    folder itself is renamed into place: all files appear at once. Otherwise each file is
-    replaced atomically. Stale staging folders of crashed exports are cleared first.
+    inside it), then moved in. When the target folder does not exist yet (or is empty), the
+    staging folder itself is renamed into place: all files appear at once. Into a folder
+    that already holds files (overwriting with ``force``) each file is replaced atomically,
+    one by one. Stale staging folders of crashed exports are cleared first.
     """
     folder = target.folder
     parent = folder.parent
     _clear_stale_staging(parent, folder.name)
     if folder.is_dir():  # temporaries an earlier dpdesk left inside the folder (it staged there)
-        for name in files:
+        for name in [*files, INTERNAL_REPORT_FILE]:
             for stale in folder.glob(f".{glob_escape(name)}.*.part"):
                 stale.unlink(missing_ok=True)
     try:
@@ -200,6 +201,8 @@ def write_export(target: ExportTarget, files: dict[str, bytes]) -> list[Path]:
                 handle.flush()
                 os.fsync(handle.fileno())
         _fsync_dir(staging)
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()  # an empty folder is replaced whole, like a new one
         if not folder.exists():
             os.rename(staging, folder)  # all files appear at once
             staging = None

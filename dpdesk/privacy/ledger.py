@@ -348,6 +348,12 @@ class Ledger:
         if not folder.is_dir():
             raise LedgerError(f"dpdesk keeps its budget ledger in {folder}, but that is not a folder. "
                               "Set DPDESK_HOME to a folder you can write to.")
+        if self._state() == "ready":
+            return
+        with self._creation_lock():  # another process may be creating it right now
+            self._initialise_locked()
+
+    def _initialise_locked(self) -> None:
         head = self._read_head_file()
         state = self._state()
         if state == "ready":
@@ -367,6 +373,18 @@ class Ledger:
                 "the budget already spent would be forgotten. Restore the ledger from a backup. If you really mean "
                 "to start over, run `dpdesk ledger new --reason \"…\"` — the reason and the old head are recorded.")
         self._create("first use of dpdesk on this machine", previous=None)
+
+    @contextmanager
+    def _creation_lock(self):
+        """Serialise creating (or replacing) the ledger file between processes and threads."""
+        import fcntl
+
+        with open(self.path.with_name(self.path.name + ".lock"), "a+") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def _state(self) -> str:
         """``absent`` (no ledger, or an empty file), ``ready``, ``old`` (format 1) or ``foreign``."""
@@ -428,6 +446,11 @@ class Ledger:
         reason = (reason or "").strip()
         if not reason:
             raise ParameterError("Starting a new ledger needs a reason (--reason \"…\"); it is recorded.")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._creation_lock():
+            return self._start_new_locked(reason)
+
+    def _start_new_locked(self, reason: str) -> Entry:
         try:
             previous = self._read_head_file()
         except LedgerError:

@@ -655,3 +655,28 @@ def test_cli_ledger_list_warns_when_broken(dpdesk_home, data, capsys):
     sqlite3_cli(ledger.path, "UPDATE entries SET epsilon = 0.0 WHERE id = 2")
     assert cli.main(["ledger", "list"]) == 0
     assert "broken at entry #2" in capsys.readouterr().err
+
+
+def test_concurrent_first_use_creates_one_ledger(dpdesk_home, data):
+    """Eight processes' worth of threads open a ledger that does not exist yet: one genesis,
+    no ledger replaced by another (they used to race and overwrite each other's new file)."""
+    barrier = threading.Barrier(8)
+    errors, ids = [], []
+
+    def first_use():
+        barrier.wait()
+        try:
+            ledger = Ledger.open()
+            ids.append(ledger.ledger_id())
+            record(ledger, data, 0.01)
+        except Exception as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=first_use) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(set(ids)) == 1
+    ledger = Ledger.open()
+    assert [e.kind for e in ledger.entries()] == ["genesis"] + ["release"] * 8 and ledger.verify() is None

@@ -1,0 +1,179 @@
+"""Exports that are whole or absent, and budget never spent for nothing (issue 14, Export).
+
+* The output folder is checked (a folder, writable, no clashing files) and locked against
+  another release to it *before* any noise is drawn: a refusal spends nothing.
+* Files are staged outside the public folder and moved in at the end; the internal report
+  never goes into it; stale staging and temporaries are cleared.
+* A failure after the ledger entry says the ε was spent and how to write the files again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from dpdesk import cli
+from dpdesk.errors import ExportError
+from dpdesk.privacy.ledger import Ledger
+from dpdesk.privacy.randomness import SecureRandom
+from dpdesk.workflow import STAGING_PREFIX, prepare_export, release_to_files
+from tests.privacy.test_ledger import python_process, read_until, small_data, write_csv
+
+PUBLIC = ["--items", "from-data", "--items-are-public"]
+
+
+@pytest.fixture
+def data():
+    return small_data("shop", seed=5, rows=80, items=12, prefix="item ")
+
+
+def spent(dataset="shop") -> float:
+    return Ledger.open().status(dataset).spent
+
+
+@pytest.mark.parametrize("where", ["a file", "under a file", "unwritable"])
+def test_a_bad_output_place_is_refused_before_any_noise(where, data, tmp_path, dpdesk_home, monkeypatch, capsys):
+    (tmp_path / "file").write_text("x")
+    out = {"a file": tmp_path / "file", "under a file": tmp_path / "file" / "out",
+           "unwritable": tmp_path / "locked" / "out"}[where]
+    if where == "unwritable":
+        (tmp_path / "locked").mkdir()
+        (tmp_path / "locked").chmod(0o500)
+        if os.access(tmp_path / "locked", os.W_OK):  # root writes anywhere: pretend it cannot, there
+            real_access = os.access
+            monkeypatch.setattr(os, "access", lambda path, mode: "locked" not in str(path) and
+                                real_access(path, mode))
+    drawn = []
+    monkeypatch.setattr(SecureRandom, "words", lambda self, count: drawn.append(count))
+    with pytest.raises(ExportError, match="No noise was drawn"):
+        release_to_files(data, "lpa", 0.5, {"bound": 3}, out)
+    assert drawn == [] and spent() == 0
+    csv = write_csv(tmp_path / "shop.csv", data.origin)
+    assert cli.main(["release", str(csv), "--mechanism", "lpa", "--epsilon", "0.5", "--bound", "3", *PUBLIC,
+                     "--out", str(out)]) == 2
+    assert "No noise was drawn" in capsys.readouterr().err and drawn == [] and spent() == 0
+
+
+def test_concurrent_releases_to_one_folder_spend_only_for_the_one_written(data, tmp_path, dpdesk_home):
+    """Eight releases race for one folder: one writes it, seven are refused before any noise
+    (before, all eight spent ε and seven wrote nothing)."""
+    out = tmp_path / "out"
+    results = []
+    barrier = threading.Barrier(8)
+
+    def release():
+        barrier.wait()
+        try:
+            release_to_files(data, "lpa", 0.1, {"bound": 3}, out, formats=("csv", "json", "parquet"))
+            results.append("written")
+        except ExportError as error:
+            results.append(str(error))
+
+    threads = [threading.Thread(target=release) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results.count("written") == 1, results
+    assert all("No noise was drawn" in r for r in results if r != "written")
+    entries = Ledger.open().entries(kinds=("release",))
+    assert len(entries) == 1 and spent() == pytest.approx(0.1)
+    assert sorted(p.name for p in out.iterdir()) == ["release.csv", "release.json", "release.parquet"]
+
+
+def test_a_failure_after_recording_says_how_to_write_the_files(data, tmp_path, dpdesk_home, monkeypatch,
+                                                               capsys):
+    import dpdesk.workflow as workflow
+
+    csv = write_csv(tmp_path / "shop.csv", data.origin)
+    with monkeypatch.context() as patched:
+        patched.setattr(workflow, "write_export", lambda target, files: (_ for _ in ()).throw(
+            ExportError("Cannot write the release files: No space left on device.")))
+        assert cli.main(["release", str(csv), "--mechanism", "lpa", "--epsilon", "0.5", "--bound", "3", *PUBLIC,
+                         "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    entry = Ledger.open().entries(kinds=("release",))[-1]
+    assert "No space left" in err and "ε was recorded as spent" in err
+    assert f"dpdesk export --entry {entry.id} --out" in err
+    assert cli.main(["export", "--entry", str(entry.id), "--out", str(tmp_path / "out")]) == 0
+    assert json.loads((tmp_path / "out" / "release.json").read_text())["ledger"]["entry"] == entry.id
+
+
+def test_force_leaves_no_foreign_file(data, tmp_path, dpdesk_home):
+    out = tmp_path / "out"
+    out.mkdir()
+    # temporaries an earlier dpdesk left in the folder, and a staging folder of a crashed export
+    (out / ".release.csv.abc123.part").write_text("half")
+    (out / ".internal-report-NOT-FOR-PUBLICATION.html.x1.part").write_text("true counts")
+    stale = tmp_path / f"{STAGING_PREFIX}out-k3j2"
+    stale.mkdir()
+    (stale / "release.csv").write_text("half")
+    (out / "release.csv").write_text("old")
+    release_to_files(data, "lpa", 0.5, {"bound": 3}, out, force=True, internal_report=True)
+    assert sorted(p.name for p in out.iterdir()) == ["release.csv", "release.json"]
+    assert not stale.exists()
+    assert not list(tmp_path.glob(f"{STAGING_PREFIX}*"))
+
+
+def test_the_output_folder_is_locked_for_the_whole_release(data, tmp_path, dpdesk_home):
+    with prepare_export(tmp_path / "out", ["release.csv"]):
+        with pytest.raises(ExportError, match="Another release is being written"):
+            prepare_export(tmp_path / "out", ["release.csv"])
+    prepare_export(tmp_path / "out", ["release.csv"]).close()  # free again
+
+
+@pytest.mark.parametrize("point", ["after recording", "while staging", "staged, before moving in",
+                                   "an empty folder, before moving in"])
+def test_kill_at_each_point_of_an_export(point, data, tmp_path, dpdesk_home):
+    """SIGKILL after the ledger entry, while staging, and just before the files move in: the
+    public folder is absent (never partial), nothing half-written, temporary or internal is in
+    it, and the recorded release can always be written again with `dpdesk export --entry N`."""
+    csv = write_csv(tmp_path / "shop.csv", data.origin)
+    out = tmp_path / "published" / "out"
+    if point.startswith("an empty folder"):
+        out.mkdir(parents=True)
+    hooks = {
+        "after recording": "workflow.write_export = hang",
+        "while staging": "real_fsync = os.fsync\n"
+                         "os.fsync = lambda fd: hang() if 'staging' in os.readlink(f'/proc/self/fd/{fd}') "
+                         "else real_fsync(fd)",
+        "staged, before moving in": "workflow._fsync_dir = lambda folder: hang() if 'staging' in str(folder) "
+                                    "else None",
+    }
+    hooks["an empty folder, before moving in"] = hooks["staged, before moving in"]
+    process = python_process(f"""
+        import os, time
+        import dpdesk.workflow as workflow
+        from dpdesk import cli
+
+        def hang(*args, **kwargs):
+            print("hanging", flush=True)
+            time.sleep(120)
+
+        exec({hooks[point]!r})
+        cli.main(["release", {str(csv)!r}, "--mechanism", "lpa", "--epsilon", "0.2", "--bound", "3",
+                  "--items", "from-data", "--items-are-public", "--report", "html", "--internal-report",
+                  "--formats", "csv,json,parquet", "--out", {str(out)!r}])
+    """, dpdesk_home)
+    read_until(process, "hanging")
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    assert not out.exists() or sorted(p.name for p in out.iterdir()) == []  # absent: never partial
+    assert not list(out.parent.rglob("*NOT-FOR-PUBLICATION*"))
+    ledger = Ledger.open()
+    assert ledger.verify() is None
+    (entry,) = ledger.entries(kinds=("release",))
+    assert cli.main(["export", "--entry", str(entry.id), "--out", str(out), "--formats", "csv,json,parquet",
+                     "--report", "html"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["privacy-report.html", "release.csv", "release.json",
+                                                     "release.parquet"]
+    assert not list(out.parent.glob(f"{STAGING_PREFIX}*"))  # the crashed export's staging was cleared
