@@ -80,7 +80,7 @@ cannot change a single bit of the result:
   integer arithmetic, round(x·2⁻²⁴/γ), and the discrete Laplace noise is added to those
   integers; only the noisy result is converted to float (post-processing).
 
-Cost: ρ·d weight look-ups and products, in blocks of bounded memory (about 10⁸ per
+Cost: ρ·d weight look-ups and products, in cache-sized blocks (some 5·10⁷ per
 second on one core). ``check`` refuses, from the declared ρ and d alone, settings above
 ``MAX_PRODUCTS`` (minutes of work for a release whose noise grows with ρ anyway).
 
@@ -380,7 +380,7 @@ class _Fourier(Mechanism):
 
     def public_facts(self, data, params):
         facts = super().public_facts(data, params)
-        facts["item order"] = "the data file's item order (FPA treats the counts as a signal in that order)"
+        facts["item order"] = "the order of the item list (FPA treats the counts as a signal in that order)"
         return facts
 
     def report_notes(self, params):
