@@ -33,12 +33,12 @@ alone: a person whose cell holds a 2 cannot switch the release from one grid to 
 
 Exact integer layout
 --------------------
-Everything runs in integers, so the release is exact and each score is an exact integer
-until one final conversion to float:
+Everything runs in integers, so the release is exact and each score is built from exact
+integers (the few float steps after them are bounded below):
 
-* cell values t_ij = 1 without a declared r (V = R = 1), and t_ij = min(⌊v_ij·V⌋, R) with
-  V = 2^max(0, ⌈log2(32/r)⌉) and R = ⌊r·V⌋ with one (values on a 1/V grid, resolution at
-  least r/32); row totals T_i = Σ_j t_ij ≤ R·d; column totals c_j = Σ_i t_ij;
+* cell values t_ij = 1 without a declared r (V = R = 1); with one, t_ij = min(⌊v_ij·V⌋, R),
+  V = 2^max(0, ⌈log2(32/r)⌉) and R = ⌊r·V⌋ (values on a 1/V grid, resolution at least
+  r/32); row totals T_i = Σ_j t_ij ≤ R·d; column totals c_j = Σ_i t_ij;
 * candidate k ∈ {1, …, d} means θ = k·R (in units of 1/V);
 * a row is *long* at k when T_i > kR; its weight is rounded down to the power-of-two
   grid 1/K: w_i(k) = kR·u_i / K with u_i = ⌊K/T_i⌋, and w_i = 1 otherwise. Then
@@ -88,7 +88,7 @@ with |X| ≤ K·M and |Y| ≤ M, one division, and the subtraction of the data-i
 P = 2·d·R/(V·ε_p) — because M ≤ (non-zero cells)·R < 2⁴⁰·R for any data held in memory,
 every average count is below A, and every penalty below P. That bound (``score_error``)
 is a function of declared values only; the exponential mechanism widens the sensitivity
-by twice it (2⁻⁹/d of Δq at most), so the computed scores are covered by the proof and
+by twice it (at most 0.5%/d of Δq, plus 2⁻⁴⁶·d/ε_p of it), so the computed scores are covered by the proof and
 the selection's calibration does not depend on the data.
 
 Efficiency (DPSense §4, the issue's notes)
