@@ -162,9 +162,11 @@ def assert_same_publication(mechanism, first, second, params, seeds=range(8)):
 
 
 def index_file(tmp_path, labels):
-    """A public query index: a weight for every declared item, and one for an item outside the list."""
+    """A public query index: a weight for every declared item (the largest for the item nobody in D
+    holds), and one for an item outside the list."""
     path = tmp_path / "index.csv"
-    rows = [f"{label},{1 + (j % 4)}" for j, label in enumerate(labels)] + ["not_in_the_list,0.001"]
+    rows = [f"{label},{10 if label == SECRET else 1 + (j % 4)}" for j, label in enumerate(labels)]
+    rows.append("not_in_the_list,0.001")
     path.write_text("item,weight\n" + "\n".join(rows) + "\n", encoding="utf-8")
     return str(path)
 
@@ -338,8 +340,8 @@ def test_diff_scales_come_from_the_declared_list(groceries, tmp_path):
         for data in (groceries, with_person(groceries, newcomers(groceries)["an item nobody else has"])):
             release = dpdesk.release(data, "diff", epsilon=1.0, rng=2, index=index, bound=bound)
             assert release.report["noise_scales"] == pytest.approx(from_domain)
-        # the largest weight belongs to items present and absent alike: the extreme scales cover all
-        assert from_domain["largest"] == pytest.approx(from_domain["alpha"] * 4)
+        # the largest weight is that of the item nobody in D holds: the extreme scales cover the whole list
+        assert from_domain["largest"] == pytest.approx(from_domain["alpha"] * 10)
         assert from_domain["smallest"] == pytest.approx(from_domain["alpha"] * 1)
     assert math.isclose(mechanism.noise_summary(DeclaredDomain(groceries.item_labels), 2.0, params)["alpha"] * 2,
                         from_domain["alpha"])
