@@ -156,7 +156,7 @@ def weight_margin(d: int, rho: int, bound: int) -> float:
 
 
 def weight_tables(d: int) -> tuple[np.ndarray, np.ndarray]:
-    """round(2²⁴·cos(2πr/d)) and round(−2²⁴·sin(2πr/d)) for r = 0..d−1: public, exact integers in float64."""
+    """round(2²⁴·cos(2πr/d)) and round(−2²⁴·sin(2πr/d)), r = 0..d−1: public exact integers (float64)."""
     angle = (2.0 * math.pi / d) * np.arange(d, dtype=np.float64)
     scale = float(2**WEIGHT_BITS)
     return np.round(np.cos(angle) * scale), np.round(-np.sin(angle) * scale)
