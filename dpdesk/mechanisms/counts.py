@@ -27,9 +27,9 @@ import dataclasses
 
 import numpy as np
 
+from ..errors import ParameterError
 from ..privacy.bounding import bounded_counts, prepare_bound
 from ..privacy.budget import BudgetSplit
-from ..errors import ParameterError
 from ..privacy.noise import MAX_SCALE, add_discrete_laplace, discrete_laplace
 from . import register
 from .base import BOUND, Mechanism, Param, counts_error
