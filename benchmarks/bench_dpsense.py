@@ -74,7 +74,7 @@ def naive_scores(data: Dataset, epsilon_counts: float, steps: int) -> tuple[np.n
 
 
 def fast_scores(data: Dataset, steps: int) -> None:
-    layout = dpsense.integer_layout(data, 1.0)
+    layout = dpsense.integer_layout(data, None)  # yes/no data: no declared r
     dpsense.average_kept(layout)
     dpsense.scaled_error_table(layout, steps, no_progress, None)
 

@@ -6,7 +6,13 @@ count vector is Δ. Adding independent noise of scale Δ/ε to every count is ε
 The *geometric* variant adds exact discrete Laplace noise (integer outputs); the
 *laplace* variant adds Laplace noise on a power-of-two grid γ ≤ 1. Integer counts lie
 on that grid already, so no rounding happens and the sensitivity stays exactly Δ
-(dpdesk.privacy.noise).
+(dpdesk.privacy.noise). The noisy value c + γ·N (N discrete Laplace of scale b/γ) is
+formed in floating point from the exact integer c and the exact multiple γ·N, which is the
+correctly rounded value of the exact noisy number: post-processing, with no limit on how
+large a count may be (an earlier version refused counts above 2⁵²·γ after reading the data).
+
+Every refusal (a noise scale beyond what the sampler takes) is decided in ``check`` from
+Δ, d and ε, before the data is read.
 
 ALPA (DPSense §3). Publishes the noisy average count c̄ = Σ_j c_j / d for every column.
 One person changes the total by at most their number of items: at most d without a
@@ -21,9 +27,10 @@ import dataclasses
 
 import numpy as np
 
+from ..errors import ParameterError
 from ..privacy.bounding import bounded_counts, prepare_bound
 from ..privacy.budget import BudgetSplit
-from ..privacy.noise import add_discrete_laplace, discrete_laplace, grid_laplace
+from ..privacy.noise import MAX_SCALE, add_discrete_laplace, discrete_laplace
 from . import register
 from .base import BOUND, Mechanism, Param, counts_error
 
@@ -33,6 +40,18 @@ CLAMP = Param("clamp", "bool", False, label="Set negative counts to 0",
               reference="post-processing (Dwork & Roth Prop. 2.1)")
 
 BASELINES = "Baselines (Dwork et al. 2006; DPSense §3)"
+
+
+def check_noise_scale(scale: float, what: str) -> None:
+    """Refuse, before the data is read, a noise scale the exact sampler cannot draw."""
+    if not scale <= MAX_SCALE:
+        raise ParameterError(f"ε is too small for {what}: the noise scale {scale:.3g} exceeds what can be "
+                             f"sampled (2^50). Use a larger ε.")
+
+
+def laplace_grid(scale: float) -> float:
+    """γ ≤ 1, a power of two about 2⁻²⁰ of the scale: integer counts lie on it (module notes)."""
+    return min(1.0, 2.0 ** np.floor(np.log2(scale) - 20))
 
 
 @register
@@ -52,6 +71,12 @@ class LPA(Mechanism):
         CLAMP,
     )
 
+    def check(self, data, epsilon, params):
+        """From Δ and ε only (the laplace variant's grid keeps its scale near 2²⁰ grid steps)."""
+        if params["noise"] == "geometric":
+            check_noise_scale(params["bound"] / epsilon, f"Δ = {params['bound']}")
+        return params
+
     def prepare_key(self, epsilon, params):
         return (params["bound"],)
 
@@ -65,8 +90,9 @@ class LPA(Mechanism):
         if params["noise"] == "geometric":
             values = add_discrete_laplace(counts, scale, source).astype(np.float64)
         else:
-            gamma = min(1.0, 2.0 ** np.floor(np.log2(scale) - 20))
-            values = grid_laplace(counts, scale, gamma, source)
+            gamma = laplace_grid(scale)
+            noise = discrete_laplace(source, scale / gamma, counts.size).astype(np.float64) * gamma  # exact multiples
+            values = counts.astype(np.float64) + noise
         if params["clamp"]:
             values = np.maximum(values, 0.0)
         budget = BudgetSplit.single(epsilon, "noisy counts", f"noise of scale Δ/ε = {scale:.6g} on every count")
@@ -93,6 +119,14 @@ class ALPA(Mechanism):
             "without it the average has sensitivity 1 (a person can have all d items).")),
         CLAMP,
     )
+
+    def check(self, data, epsilon, params):
+        """From Δ (or d, declared) and ε only."""
+        if params["bound"] is not None:
+            check_noise_scale(params["bound"] / epsilon, f"Δ = {params['bound']}")
+        elif data is not None:
+            check_noise_scale(data.n_items / epsilon, f"{data.n_items:,} items without a bound Δ")
+        return params
 
     def prepare_key(self, epsilon, params):
         return (params["bound"],)

@@ -15,6 +15,14 @@ most the sum of the Δ largest values of 1/λ_i = 1/(α·γ_i). Choosing
 LPA's scale Δ/ε.
 
 Noise is exact discrete Laplace per item (integer counts), so the λ_i are realised exactly.
+
+Public by construction. The weights γ are looked up for the *declared* item list (the
+dataset's ``item_labels``, issue #13 S1): α, every λ_i and the published smallest and
+largest scale are functions of that list, the index file, Δ and ε — never of which items
+the data happens to hold (issue #13, B5). ``check`` reads the index against the same list
+before the data is read and refuses, naming them, items of the list the index has no
+weight for; index lines for items outside the list are ignored. Refusals of a noise scale
+the sampler cannot draw are decided there too.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from ..privacy.budget import BudgetSplit
 from ..privacy.noise import add_discrete_laplace, discrete_laplace_quantile
 from . import register
 from .base import BOUND, Mechanism, Param
-from .counts import CLAMP
+from .counts import CLAMP, check_noise_scale
 
 import dataclasses
 
@@ -107,9 +115,19 @@ class DIFF(Mechanism):
     )
 
     def check(self, data, epsilon, params):
+        """From the declared item list, the index, Δ and ε only: works on a domain without data."""
         if data is not None:
-            read_index(params["index"], data.item_labels)  # fail early with a clear message
+            summary = self.noise_summary(data, epsilon, params)  # names any item without a weight
+            check_noise_scale(summary["largest"], "this query index")
         return params
+
+    def noise_summary(self, domain, epsilon: float, params: dict) -> dict:
+        """α and the smallest and largest λ_i over the declared item list (published)."""
+        gamma = read_index(params["index"], domain.item_labels)
+        alpha = diff_alpha(epsilon, gamma, params["bound"]) if gamma.size else 0.0
+        scales = alpha * gamma
+        return {"alpha": alpha, "smallest": float(scales.min()) if scales.size else 0.0,
+                "largest": float(scales.max()) if scales.size else 0.0}
 
     def prepare_key(self, epsilon, params):
         return (params["index"], params["bound"])
@@ -135,7 +153,7 @@ class DIFF(Mechanism):
         release = self.new_release(data, epsilon, params, budget, source, values=values,
                                    internal={"rows_truncated": rows_cut})
         release.report["noise_scales"] = {"alpha": alpha, "smallest": float(scales.min()),
-                                          "largest": float(scales.max())}
+                                          "largest": float(scales.max())}  # = noise_summary: declared list
         return release
 
     def public_facts(self, data, params):

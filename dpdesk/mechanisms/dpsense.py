@@ -23,16 +23,22 @@ With a declared maximum cell value r, cells above r are capped at r; the query i
 column sums of the values, "row count" becomes the row sum, and the threshold grid is
 Θ = {s, 2s, …, d·s} with step s = R/V ≤ r (below), which spans every possible row sum
 (at most r·d), as §4.4 says θ must be allowed to grow by up to r times. The quality
-functions' sensitivity becomes R/V ≤ r. Binary data has r = 1, s = 1.
+functions' sensitivity becomes R/V ≤ r.
+
+Without a declared r every non-zero cell counts as 1 (the yes/no view, V = R = 1, s = 1),
+*whatever values the data holds*. The value grid V, the step s, the sensitivity and the
+lattice of the released counts are therefore functions of the declared r (or its absence)
+alone: a person whose cell holds a 2 cannot switch the release from one grid to another
+(issue #13, B2). Whether the data had values other than 1 is reported internally only.
 
 Exact integer layout
 --------------------
-Everything runs in integers, so the release is exact and each score is an exact integer
-until one final conversion to float:
+Everything runs in integers, so the release is exact and each score is built from exact
+integers (the few float steps after them are bounded below):
 
-* cell values t_ij = min(⌊v_ij·V⌋, R) with V = 1 for binary data (t = 1, R = r) and
-  V = 2^max(0, ⌈log2(32/r)⌉) otherwise, R = ⌊r·V⌋ (values on a 1/V grid, resolution at
-  least r/32); row totals T_i = Σ_j t_ij ≤ R·d; column totals c_j = Σ_i t_ij;
+* cell values t_ij = 1 without a declared r (V = R = 1); with one, t_ij = min(⌊v_ij·V⌋, R),
+  V = 2^max(0, ⌈log2(32/r)⌉) and R = ⌊r·V⌋ (values on a 1/V grid, resolution at least
+  r/32); row totals T_i = Σ_j t_ij ≤ R·d; column totals c_j = Σ_i t_ij;
 * candidate k ∈ {1, …, d} means θ = k·R (in units of 1/V);
 * a row is *long* at k when T_i > kR; its weight is rounded down to the power-of-two
   grid 1/K: w_i(k) = kR·u_i / K with u_i = ⌊K/T_i⌋, and w_i = 1 otherwise. Then
@@ -71,14 +77,19 @@ Quality functions and their sensitivity
   raises the error; for α = 2 it can lower it), so only the standard form is valid and
   DPSense-S always uses it.
 
-Both scores are computed from exact integers: DPSense's numerator S(k) = Σ_j C_j(k)
-and DPSense-S's N·K·Σ_j |α·c^θ_j − c_j| = Σ_j |a·C_j − N·K·c_j| (α = a/N) are int64
-(``integer_layout`` refuses data so large that they could overflow). The only rounding is
-the conversion of that integer to float, one division and the subtraction of the
-data-independent term α·θ/ε_p (itself a fixed float function of the candidate, part of
-the quality function's definition): at most 3.01·2⁻⁵³·|q| per score, and we pass
-``score_error = 4·2⁻⁵³·max|q|`` to the exponential mechanism, which widens the
-sensitivity by twice that.
+Both scores are computed from exact integers: DPSense's numerator S(k) = Σ_j C_j(k),
+and for DPSense-S the bins of the sweep below. Their entries are at most
+(2N + 1)·K·max_j c_j or K·M; when either could reach 2^62 (only for enormous data) the
+tables are built from Python integers instead of int64 — the same exact values, slower —
+so no dataset is refused for its size (issue #13, B4). The float steps after them (one
+conversion of each integer, DPSense-S's combination a·X + N·K·Y of two exact integers
+with |X| ≤ K·M and |Y| ≤ M, one division, and the subtraction of the data-independent
+α·θ/ε_p) move a score by at most 20·2⁻⁵³·(A + P) with A = 2⁴⁰·R/(V·d) and
+P = 2·d·R/(V·ε_p) — because M ≤ (non-zero cells)·R < 2⁴⁰·R for any data held in memory,
+every average count is below A, and every penalty below P. That bound (``score_error``)
+is a function of declared values only; the exponential mechanism widens the sensitivity
+by twice it (at most 0.5%/d of Δq, plus 2⁻⁴⁶·d/ε_p of it), so the computed scores are covered by the proof and
+the selection's calibration does not depend on the data.
 
 Efficiency (DPSense §4, the issue's notes)
 ------------------------------------------
@@ -122,7 +133,9 @@ FAMILY = "Sensitivity control (Day & Li, DPSense)"
 PAPER = "Day & Li, Differentially Private Publishing of High-dimensional Data Using Sensitivity Control (DPSense)"
 
 MAX_GRID_NOISE = 2.0**48  # largest noise scale in grid units we ask of the sampler (limit 2^50)
-MAX_EXACT = 2**61  # N·K·M must stay below this so every integer in the score tables fits int64
+INT64_SAFE = 2**62  # integer tables whose entries could reach this use Python integers (same values, slower)
+CELL_LIMIT = 2**40  # fewer non-zero cells than this in any dataset held in memory (its indices alone: 4 TiB)
+LARGEST_VALUE = 2**20  # the largest declarable r: keeps every cell, row and column total within int64
 UNIT_ROUNDOFF = 2.0**-53
 
 SELECTION_SHARE = Param(
@@ -134,9 +147,10 @@ SELECTION_SHARE = Param(
 MAX_VALUE = Param(
     "max_value", "float", None, label="Declared maximum cell value r",
     help="For data with values (ratings, amounts): the largest value one cell may hold, declared by you "
-         "before looking at the data. Larger values are capped at r. Leave empty for yes/no data (r = 1). "
-         "Never set it from the data's observed maximum: that is not private.",
-    minimum=1e-6, maximum=1e9, unit="per cell", reference="DPSense §4.4")
+         "before looking at the data. Larger values are capped at r. Leave empty to count every non-zero cell "
+         "as 1 (yes/no data), whatever values the file holds. Never set it from the data's observed maximum: "
+         "that is not private.",
+    minimum=1e-6, maximum=LARGEST_VALUE, unit="per cell", reference="DPSense §4.4")
 SELECTION_FORM = Param(
     "selection_form", "choice", "standard", label="Exponential mechanism form",
     choices=("standard", "one-directional"),
@@ -157,10 +171,11 @@ _TABLES_PER_DATASET = 6
 
 # --- the exact integer layout ------------------------------------------------------------
 
-def value_grid(binary: bool, max_value: float) -> tuple[int, int]:
-    """(V, R): cells are counted in units of 1/V and capped at R = ⌊r·V⌋ (module notes)."""
-    if binary and float(max_value).is_integer():
-        return 1, int(max_value)
+def value_grid(max_value: float | None) -> tuple[int, int]:
+    """(V, R) from the declared maximum cell value r alone: cells are counted in units of 1/V
+    and capped at R = ⌊r·V⌋; without r every non-zero cell counts as 1 (V = R = 1). Module notes."""
+    if max_value is None:
+        return 1, 1
     grid = 2 ** max(0, math.ceil(math.log2(32.0 / max_value)))
     return grid, max(1, int(math.floor(max_value * grid)))
 
@@ -170,16 +185,17 @@ def weight_grid(cell_max: int, n_items: int) -> int:
     return 2 ** max(20, math.ceil(math.log2(max(1, cell_max * n_items))) + 4)
 
 
-def declared_max_value(data, params: dict) -> float:
-    """r: declared, or 1 for yes/no data."""
+def declared_max_value(params: dict) -> float | None:
+    """r as declared, or None: every non-zero cell then counts as 1, whatever the data holds."""
     r = params.get("max_value")
-    if r is None:
-        if data is not None and not data.binary:
-            raise ParameterError(
-                "This dataset has values other than yes/no. DPSense needs the declared maximum cell value r "
-                "(max_value): the largest value one cell may hold, chosen before looking at the data (§4.4).")
-        return 1.0
-    return float(r)
+    return None if r is None else float(r)
+
+
+def score_error(cell_max: int, value_grid: int, n_items: int, epsilon_counts: float) -> float:
+    """How far a computed score can be from its exact value, from declared values only (module notes)."""
+    largest_average = CELL_LIMIT * cell_max / (value_grid * n_items)
+    largest_penalty = 2.0 * n_items * cell_max / (value_grid * epsilon_counts)
+    return 20 * UNIT_ROUNDOFF * (largest_average + largest_penalty)
 
 
 @dataclass
@@ -205,6 +221,7 @@ class Layout:
     long_positions: np.ndarray  # column position of each long-row cell
     long_cells: np.ndarray | None  # t of each long-row cell (None: all 1)
     long_weights: np.ndarray  # u_i·t_ij of each long-row cell
+    largest_column: int = 0  # max_j c_j: how large the integer tables can get (internal)
 
     @property
     def top_level(self) -> int:
@@ -251,6 +268,13 @@ class Layout:
     def totals_by_position(self) -> np.ndarray:
         return self.column_totals[self.column_order]
 
+    def integer_type(self, steps: int = 0):
+        """int64, or ``object`` (Python integers: the same exact values) when an entry of the
+        tables — at most K·M, and (2N + 1)·K·max_j c_j with N = ``steps`` — could reach 2^62."""
+        largest = max(self.weight_grid * (self.mass + 1),
+                      (2 * steps + 1) * self.weight_grid * (self.largest_column + 1))
+        return object if largest >= INT64_SAFE else np.int64
+
 
 def cell_weights(units: np.ndarray, lengths: np.ndarray, cells: np.ndarray | None) -> np.ndarray:
     """Each row's unit u_i repeated over its cells, times t_ij (None: all 1)."""
@@ -260,14 +284,16 @@ def cell_weights(units: np.ndarray, lengths: np.ndarray, cells: np.ndarray | Non
     return weights
 
 
-def integer_layout(data, max_value: float) -> Layout:
-    """Build the :class:`Layout` of ``data`` for the declared maximum cell value r."""
+def integer_layout(data, max_value: float | None) -> Layout:
+    """Build the :class:`Layout` of ``data`` for the declared maximum cell value r (None: yes/no view)."""
     matrix = data.matrix
     n_items = data.n_items
-    grid, cell_max = value_grid(data.binary, max_value)
+    if matrix.nnz >= CELL_LIMIT:  # cannot happen for data held in memory; score_error relies on it
+        raise DataError(f"the dataset has {matrix.nnz:,} non-zero cells", expected=f"fewer than {CELL_LIMIT:,}")
+    grid, cell_max = value_grid(max_value)
     big_k = weight_grid(cell_max, n_items)
     indptr = matrix.indptr.astype(np.int64)
-    if data.binary and grid == 1:  # every t_ij = 1 ≤ R
+    if max_value is None:  # the yes/no view: every stored cell counts as 1, whatever value it holds
         cells = None
         row_totals = np.diff(indptr)
         column_totals = np.bincount(matrix.indices, minlength=n_items).astype(np.int64)
@@ -279,9 +305,6 @@ def integer_layout(data, max_value: float) -> Layout:
         column_totals = np.zeros(n_items, dtype=np.int64)
         np.add.at(column_totals, matrix.indices, cells)
     mass = int(column_totals.sum())
-    if mass and big_k * mass > MAX_EXACT // 200:  # N ≤ 200
-        raise DataError("the dataset is too large for DPSense's exact integer arithmetic "
-                        f"(total {mass:,} in units of 1/{grid})", expected=f"at most {MAX_EXACT // 200 // big_k:,}")
     long_rows = np.flatnonzero(row_totals > cell_max)
     longest = int(row_totals[long_rows].max()) if long_rows.size else 0
     keys = longest - row_totals[long_rows]  # longest first
@@ -304,34 +327,39 @@ def integer_layout(data, max_value: float) -> Layout:
         column_totals=column_totals, column_order=column_order, column_reach=reach[column_order],
         long_totals=long_totals, long_units=long_units, long_starts=np.concatenate([[0], np.cumsum(lengths)]),
         long_positions=position_of[long_columns], long_cells=long_cells,
-        long_weights=cell_weights(long_units, lengths, long_cells))
+        long_weights=cell_weights(long_units, lengths, long_cells),
+        largest_column=int(column_totals.max()) if n_items else 0)
 
 
 # --- scores --------------------------------------------------------------------------------
 
 def kept_totals(layout: Layout) -> np.ndarray:
-    """S(k) = Σ_j C_j(k) for k = 1..d (exact int64): the normalized data's total, K·V units."""
+    """S(k) = Σ_j C_j(k) for k = 1..d (exact integers): the normalized data's total, K·V units."""
+    integer = layout.integer_type()
     k = np.arange(1, layout.n_items + 1, dtype=np.int64)
     rows = layout.long_count(k)
     long_mass = np.concatenate([[0], np.cumsum(layout.long_totals)])
-    long_kept = np.concatenate([[0], np.cumsum(layout.long_units * layout.long_totals)])
-    return layout.weight_grid * (layout.mass - long_mass[rows]) + k * layout.cell_max * long_kept[rows]
+    # each u_i·T_i ≤ K, and k·R·u_i·T_i < K·T_i: every entry stays below K·M
+    long_kept = np.concatenate([[0], np.cumsum((layout.long_units * layout.long_totals).astype(integer))])
+    return (layout.weight_grid * (layout.mass - long_mass[rows]).astype(integer)
+            + k.astype(integer) * layout.cell_max * long_kept[rows])
 
 
 def average_kept(layout: Layout) -> np.ndarray:
     """ac(D|θ) for θ = 1..d (value units)."""
-    return kept_totals(layout) / float(layout.weight_grid * layout.value_grid * layout.n_items)
+    return (np.asarray(kept_totals(layout), dtype=np.float64)
+            / float(layout.weight_grid * layout.value_grid * layout.n_items))
 
 
-def _sweep(layout: Layout, levels, cancel: CancelToken | None = None):
+def _sweep(layout: Layout, levels, cancel: CancelToken | None = None, integer=np.int64):
     """Visit the levels k (descending), yielding (k, m, A, U) with the long rows of k added.
 
     ``A`` and ``U`` are indexed by column position; only the first ``m`` positions can
-    differ from the unnormalized data.
+    differ from the unnormalized data. U (at most K·c_j) has the type ``integer``.
     """
     d = layout.n_items
-    removed = np.zeros(d, dtype=np.int64)  # A: cells of long rows
-    units = np.zeros(d, dtype=np.int64)  # U: u_i·t_ij of long rows
+    removed = np.zeros(d, dtype=np.int64)  # A: cells of long rows (at most c_j)
+    units = np.zeros(d, dtype=integer)  # U: u_i·t_ij of long rows
     added = 0
     for step, k in enumerate(levels):
         if cancel is not None and step % 64 == 0:
@@ -356,41 +384,42 @@ class ScaledTables:
 def scaled_error_table(layout: Layout, steps: int, progress: ProgressFn, cancel: CancelToken | None) -> ScaledTables:
     """ae(k, a) = (1/d)·Σ_j |α·c^θ_j − c_j| for all k and α, by the sweep of the module notes."""
     d, big_k, big_n = layout.n_items, layout.weight_grid, steps
-    if big_n * big_k * layout.mass >= MAX_EXACT:
-        raise DataError("the dataset is too large for DPSense-S's exact arithmetic with this many α steps",
-                        expected="fewer alpha_steps")
+    integer = layout.integer_type(steps)
     top = layout.top_level
-    bin_kept = np.zeros((top, big_n + 1), dtype=np.int64)  # Σ C_j over columns whose kink is at a = N + b
+    bin_kept = np.zeros((top, big_n + 1), dtype=integer)  # Σ C_j over columns whose kink is at a = N + b
     bin_true = np.zeros((top, big_n + 1), dtype=np.int64)  # Σ c_j over the same columns
-    c = layout.totals_by_position
-    scaled_true = big_k * c
-    kinks_numerator = big_n * scaled_true
-    work = np.empty(d, dtype=np.int64)
-    for k, m, removed, units in _sweep(layout, range(top - 1, 0, -1), cancel):
+    totals = layout.totals_by_position
+    c = totals.astype(integer)
+    kinks_numerator = big_n * big_k * c
+    work = np.empty(d, dtype=integer)
+    for k, m, removed, units in _sweep(layout, range(top - 1, 0, -1), cancel, integer):
         if (top - k) % 128 == 0:
             progress((top - k) / top, f"Scoring θ = {k}")
         kept = work[:m]
         np.subtract(c[:m], removed[:m], out=kept)
         kept *= big_k
         kept += units[:m] * (k * layout.cell_max)
-        # each affected column has C_j < K·c_j, so its kink a_j = ⌈N·K·c_j/C_j⌉ > N; beyond 2N it never bends
-        kinks = (kinks_numerator[:m] + kept - 1) // kept
-        bins = np.minimum(kinks - big_n, big_n + 1)
+        # each affected column has C_j < K·c_j, so its kink a_j = ⌈N·K·c_j/C_j⌉ > N; beyond 2N it never bends.
+        # A column whose cells all round to 0 has C_j = c_j = 0 and adds nothing to any bin.
+        kinks = (kinks_numerator[:m] + kept - 1) // np.maximum(kept, 1)
+        bins = np.clip(kinks - big_n, 0, big_n + 1).astype(np.int64)
         inside = bins <= big_n
         np.add.at(bin_kept[k], bins[inside], kept[inside])
-        np.add.at(bin_true[k], bins[inside], c[:m][inside])
+        np.add.at(bin_true[k], bins[inside], totals[:m][inside])
     table = np.empty((d, big_n + 1), dtype=np.float64)
-    a = np.arange(big_n, 2 * big_n + 1, dtype=np.int64)
-    denominator = float(big_n * big_k * layout.value_grid * d)
+    a = np.arange(big_n, 2 * big_n + 1, dtype=np.float64)
+    denominator = float(big_n * big_k * layout.value_grid * d)  # exact: N·d < 2^39 times powers of two
     if top > 1:
         ks = np.arange(1, top)
-        untouched = np.concatenate([np.cumsum(c[::-1])[::-1], [0]])[layout.affected(ks)]  # Σ_{j ≥ m} c_j
-        covered_kept = big_k * untouched[:, None] + np.cumsum(bin_kept[1:], axis=1)
+        untouched = np.concatenate([np.cumsum(totals[::-1])[::-1], [0]])[layout.affected(ks)]  # Σ_{j ≥ m} c_j
+        covered_kept = big_k * untouched.astype(integer)[:, None] + np.cumsum(bin_kept[1:], axis=1)
         covered_true = untouched[:, None] + np.cumsum(bin_true[1:], axis=1)
         total_kept = kept_totals(layout)[: top - 1, None]  # Σ_j C_j(k)
-        numerator = a * (2 * covered_kept - total_kept) + big_n * big_k * (layout.mass - 2 * covered_true)
-        table[: top - 1] = numerator / denominator
-    table[top - 1:] = ((a - big_n) * (big_k * layout.mass)) / denominator
+        # exact integers |X| ≤ K·M and |Y| ≤ M, combined in float (module notes: score_error)
+        spread = np.asarray(2 * covered_kept - total_kept, dtype=np.float64)
+        balance = np.asarray(layout.mass - 2 * covered_true, dtype=np.float64)
+        table[: top - 1] = (a * spread + float(big_n * big_k) * balance) / denominator
+    table[top - 1:] = ((a - big_n) / big_n) * (layout.mass / float(layout.value_grid * d))
     progress(1.0, "Scores ready")
     return ScaledTables(big_n, table)
 
@@ -398,23 +427,26 @@ def scaled_error_table(layout: Layout, steps: int, progress: ProgressFn, cancel:
 # --- the released counts --------------------------------------------------------------------
 
 def release_grid(layout: Layout, k: int, epsilon_counts: float) -> int:
-    """K' ≤ K with k·R·K'/ε_p ≤ 2^48 (a public function of θ* and ε_p)."""
+    """K' ≤ K with k·R·K'/ε_p ≤ 2^48 (a public function of θ* and ε_p).
+
+    ``check`` has made sure that even k = d leaves K' ≥ 1, before the data is read.
+    """
     limit = MAX_GRID_NOISE * epsilon_counts / (k * layout.cell_max)
-    if limit < 1:
-        raise ParameterError("ε is too small for this many items: the noise would exceed what can be sampled.")
-    return min(layout.weight_grid, 2 ** int(math.floor(math.log2(limit))))
+    return min(layout.weight_grid, 2 ** max(0, int(math.floor(math.log2(limit)))))
 
 
 def normalized_counts(layout: Layout, k: int, grid: int) -> np.ndarray:
-    """C_j(k) in units of 1/(grid·V), original column order (exact int64)."""
+    """C_j(k) in units of 1/(grid·V), original column order (exact integers, at most K·c_j)."""
+    integer = layout.integer_type()
     rows = int(layout.long_count(k))
     where = layout.long_positions[layout.cell_range(0, rows)]
     removed = np.zeros(layout.n_items, dtype=np.int64)
     np.add.at(removed, where, layout.cell_values(0, rows))
-    units = np.zeros(layout.n_items, dtype=np.int64)
+    units = np.zeros(layout.n_items, dtype=integer)
     np.add.at(units, where, layout.cell_weights(0, rows, grid))
-    counts = np.empty(layout.n_items, dtype=np.int64)
-    counts[layout.column_order] = grid * (layout.totals_by_position - removed) + k * layout.cell_max * units
+    counts = np.empty(layout.n_items, dtype=integer)
+    counts[layout.column_order] = (grid * (layout.totals_by_position - removed).astype(integer)
+                                   + k * layout.cell_max * units)
     return counts
 
 
@@ -455,10 +487,10 @@ def error_curve(layout: Layout, truth: np.ndarray, epsilon_counts: float, alphas
     top = layout.top_level
     descending = levels[::-1]
     low = descending[descending < top]
-    for k, m, removed, units in _sweep(layout, low, cancel):
+    for k, m, removed, units in _sweep(layout, low, cancel, layout.integer_type()):
         kept = exact.copy()
-        kept[:m] = (layout.weight_grid * (totals[:m] - removed[:m])
-                    + k * layout.cell_max * units[:m]) / per_kg
+        kept[:m] = ((totals[:m] - removed[:m]) / float(layout.value_grid)
+                    + np.asarray(units[:m], dtype=np.float64) * (k * layout.cell_max / per_kg))
         at = np.searchsorted(levels, k)
         curve[at] = expected_abs_error(kept, truth_positions, k * scale_unit, float(alphas[k - 1])).mean()
     for at in np.flatnonzero(levels >= top):
@@ -518,10 +550,10 @@ class _SensitivityControl(Mechanism):
     scales_counts = False
 
     def check(self, data, epsilon, params):
+        """Decided from d, ε and the declared r only: works on a domain without data."""
         if data is None:
             return params
-        r = declared_max_value(data, params)
-        _, cell_max = value_grid(data.binary, r)
+        _, cell_max = value_grid(declared_max_value(params))
         epsilon_counts = epsilon * (1 - params["selection_share"])
         if MAX_GRID_NOISE * epsilon_counts / (data.n_items * cell_max) < 1:
             raise ParameterError(f"ε = {epsilon:g} is too small for {data.n_items:,} items: the largest threshold "
@@ -537,7 +569,7 @@ class _SensitivityControl(Mechanism):
         return layout.cell_max / layout.value_grid
 
     def layout(self, data, params) -> Layout:
-        r = declared_max_value(data, params)
+        r = declared_max_value(params)
         return _cached(data, ("layout", r), lambda: integer_layout(data, r))
 
     def run(self, data, prepared: Prepared, epsilon, params, source):
@@ -574,9 +606,12 @@ class _SensitivityControl(Mechanism):
                     + " picked privately by the exponential mechanism for this release. Publishing them costs "
                       "nothing extra: they were paid for with ε_c.",
             data=chosen, internal=False)
+        internal = {"rows_normalized": int(layout.long_count(k)), "theta_index": int(index)}
+        if params.get("max_value") is None and not data.binary:
+            internal["values_counted_as_one"] = ("the data holds values other than 1; without a declared r "
+                                                 "every non-zero cell was counted as 1")
         release = self.new_release(data, epsilon, params, budget, source, values=values, diagnostics=diagnostics,
-                                   internal={"rows_normalized": int(layout.long_count(k)),
-                                             "theta_index": int(index)})
+                                   internal=internal)
         release.report["selection"] = {
             "form": self.form_text(params), "quality_sensitivity": prepared.sensitivity,
             "candidates": prepared.sampler.n, "theta": theta, **({"alpha": alpha} if self.scales_counts else {})}
@@ -598,12 +633,13 @@ class _SensitivityControl(Mechanism):
         facts = super().public_facts(data, params)
         facts["bound Δ"] = ("not needed: each person's row is normalized to the privately chosen threshold θ, "
                             "so only the number of items d is public (DPSense §4.2)")
-        if data is not None:
-            r = declared_max_value(data, params)
-            if params.get("max_value") is not None or not data.binary:
-                facts["declared maximum cell value r"] = r
-                grid, cell_max = value_grid(data.binary, r)
-                facts["threshold step"] = cell_max / grid
+        r = declared_max_value(params)
+        if r is None:
+            facts["cell values"] = "no maximum value r declared: every non-zero cell counts as 1 (yes/no view)"
+        else:
+            facts["declared maximum cell value r"] = r
+            grid, cell_max = value_grid(r)
+            facts["threshold step"] = cell_max / grid
         return facts
 
     def report_notes(self, params):
@@ -621,9 +657,9 @@ class _SensitivityControl(Mechanism):
         flat = np.ascontiguousarray(scores).ravel()
         sensitivity = self.quality_sensitivity(layout)
         form = params.get("selection_form", "standard")
+        error = score_error(layout.cell_max, layout.value_grid, layout.n_items, counts)
         sampler = exponential.Sampler(flat, epsilon=select, sensitivity=sensitivity,
-                                      monotone=form == "one-directional",
-                                      score_error=4 * UNIT_ROUNDOFF * float(np.max(np.abs(flat))))
+                                      monotone=form == "one-directional", score_error=error)
         return Prepared(layout, select, counts, sensitivity, sampler, layout.thetas(), alphas, diagnostics)
 
 

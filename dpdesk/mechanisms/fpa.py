@@ -48,24 +48,41 @@ both whenever 2ρΔ' < d (roughly), which is the common case.
 Noise on a grid (DESIGN §3)
 ---------------------------
 The coordinates are real, so they are rounded to a power-of-two grid γ and get
-γ·DiscreteLaplace(b/γ) (``grid_laplace``). Rounding can move each of the 2K + R
+γ·DiscreteLaplace(b/γ) (as ``grid_laplace`` does; here in exact integers). Rounding can move each of the 2K + R
 coordinates by up to γ more between neighbours, so the release uses sensitivity
 S + (2K + R)·γ and scale b = (S + (2K + R)·γ)/ε (``grid_scale``): exactly ε-DP for the
 computed coefficients.
 
 Exact arithmetic in the transform. A floating-point FFT of the true counts carries a
 rounding error that depends on the data, so the computed coefficients of neighbours could
-differ by slightly more than the sensitivity. The release therefore does not use it: the
+differ by slightly more than the sensitivity. The release therefore never uses it: the
 kept coefficients are computed *exactly* as integer sums Σ_n c_n·C_kn with public
 dyadic weights C_kn = round(2²⁴·cos(2πkn/d))/2²⁴ (and likewise −sin). That is a fixed,
-public linear query, evaluated without any rounding (int64, and the results are exact
-multiples of 2⁻²⁴). Each weight is within 2⁻²⁵ of the true cosine or sine, so for a
-person's change set S the kept coordinates change by at most the exact DFT's amount plus
-(2K + R)·|S|·2⁻²⁵: the release uses S' = min(T, P) + (2K + R)·Δ'·2⁻²⁵ — about 10⁻⁷ of
-S. Cost: ρ·d integer products, done in blocks; above 3·10⁸ products (very large ρ·d) or
-2²⁹ cells in all, the exact sums would not fit and the release falls back to the
-floating-point FFT, whose error (about 10⁻¹⁶·log₂ d·√d·‖c‖₂, recorded internally as
-``fft_error_bound``) is then not charged — the public report says which path was used.
+public linear query, evaluated without any rounding. Each weight is within
+2⁻²⁵ + 2⁻⁴⁵ of the true cosine or sine (the rounding, plus the float cosine's own error),
+so for a person's change set S the kept coordinates change by at most the exact DFT's
+amount plus (2K + R)·|S|·(2⁻²⁵ + 2⁻⁴⁵): the release uses
+S' = min(T, P) + (2K + R)·Δ'·(2⁻²⁵ + 2⁻⁴⁵) — about 10⁻⁷ of S.
+
+The same path is taken for every dataset (issue #13, B1: an earlier version fell back to
+the FFT above 2²⁹ counted cells and said so in the report — a published fact that one
+person could flip). How the sums are evaluated depends on the data only in ways that
+cannot change a single bit of the result:
+
+* the weights are integers below 2²⁴ in magnitude; when the total Σ c_n is below 2²⁹
+  every partial sum of c_n·C_kn is an integer below 2⁵³, so float64 matrix products
+  (BLAS, any summation order) are exact;
+* otherwise the counts are split into 16-bit limbs: blocks of 2¹³ items keep each
+  block's sum below 2⁵³ (exact in float64), the block sums are added as int64 (or as
+  Python integers when they could reach 2⁶², from 2²² items on) and the limbs are
+  recombined as Python integers — no size of data can overflow;
+* the exact coordinates x (in units of 2⁻²⁴) are rounded to the noise grid γ = 2^g in
+  integer arithmetic, round(x·2⁻²⁴/γ), and the discrete Laplace noise is added to those
+  integers; only the noisy result is converted to float (post-processing).
+
+Cost: ρ·d weight look-ups and products, in cache-sized blocks (some 5·10⁷ per
+second on one core). ``check`` refuses, from the declared ρ and d alone, settings above
+``MAX_PRODUCTS`` (minutes of work for a release whose noise grows with ρ anyway).
 
 Error to expect (public): the noise on each published count has variance
 2b²(R + 4K)/d² (each complex coefficient enters twice through its conjugate); on top of
@@ -82,7 +99,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..privacy.bounding import bounded_counts, prepare_bound
 from ..privacy.budget import BudgetSplit
-from ..privacy.noise import grid_laplace, grid_scale
+from ..privacy.noise import discrete_laplace, grid_scale
 from . import register
 from .base import BOUND, Diagnostic, Mechanism, Param
 from .counts import CLAMP
@@ -123,44 +140,101 @@ def fpa_sensitivity(d: int, rho, bound: int):
 
 
 WEIGHT_BITS = 24  # public dyadic weights of the exact transform
-EXACT_PRODUCTS = 3 * 10**8  # most ρ·d integer products the exact transform computes
-EXACT_CELLS = 2**29  # the exact sums stay below 2^53 (exact in float) up to this many cells
-_BLOCK = 1 << 14
+WEIGHT_ERROR = 2.0 ** -(WEIGHT_BITS + 1) + 2.0**-45  # |C_kn − cos|: the rounding, plus the float cosine's error
+MAX_PRODUCTS = 3 * 10**9  # most ρ·d products a release computes (about a minute; refused in check)
+SINGLE_PASS_TOTAL = 2**29  # below: every partial sum of c_n·C_kn stays under 2^53, exact in float64
+LIMB_BITS = 16  # above: counts split into 16-bit limbs
+WIDE_SUM = 2**62  # limb sums that could reach this are added as Python integers (d ≥ 2^22 items)
+_ITEM_BLOCK = 1 << 13  # 2^13 products below 2^40 each: every block sum stays under 2^53
+_BLOCK_CELLS = 1 << 17  # weights per block: three 1 MiB arrays, which stay in cache (3x faster than 16 MiB)
 
 
 def weight_margin(d: int, rho: int, bound: int) -> float:
-    """Extra sensitivity of the dyadic weights: (2K + R)·Δ'·2⁻²⁵ (module notes)."""
+    """Extra sensitivity of the dyadic weights: (2K + R)·Δ'·(2⁻²⁵ + 2⁻⁴⁵) (module notes)."""
     real_only, complex_count = kept_slots(d, rho)
-    return (real_only + 2 * complex_count) * max(1, min(int(bound), int(d))) * 2.0 ** -(WEIGHT_BITS + 1)
+    return (real_only + 2 * complex_count) * max(1, min(int(bound), int(d))) * WEIGHT_ERROR
 
 
-def exact_coefficients(counts: np.ndarray, rho: int) -> np.ndarray | None:
-    """F_0..F_{ρ−1} with the public dyadic weights, computed without rounding; None if too large."""
-    d = counts.size
-    total = int(counts.sum())
-    if rho * d > EXACT_PRODUCTS or total >= EXACT_CELLS:
-        return None
+def weight_tables(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """round(2²⁴·cos(2πr/d)) and round(−2²⁴·sin(2πr/d)), r = 0..d−1: public exact integers (float64)."""
+    angle = (2.0 * math.pi / d) * np.arange(d, dtype=np.float64)
     scale = float(2**WEIGHT_BITS)
-    k = np.arange(rho, dtype=np.int64)[:, None]
-    real = np.zeros(rho, dtype=np.int64)
-    imaginary = np.zeros(rho, dtype=np.int64)
-    for start in range(0, d, _BLOCK):
-        n = np.arange(start, min(d, start + _BLOCK), dtype=np.int64)
-        angle = (2.0 * math.pi / d) * ((k * n[None, :]) % d)  # kn reduced exactly before the float step
-        block = counts[start:start + n.size].astype(np.int64)
-        real += np.round(np.cos(angle) * scale).astype(np.int64) @ block
-        imaginary += np.round(-np.sin(angle) * scale).astype(np.int64) @ block
-    return (real.astype(np.float64) + 1j * imaginary.astype(np.float64)) / scale  # exact: |sums| < 2^53
+    return np.round(np.cos(angle) * scale), np.round(-np.sin(angle) * scale)
+
+
+def exact_coefficients(counts: np.ndarray, rho: int) -> tuple[np.ndarray, np.ndarray]:
+    """Real and imaginary parts of F_0..F_{ρ−1} with the public dyadic weights, as exact Python
+    integers in units of 2⁻²⁴ (``object`` arrays). The same values for every path (module notes)."""
+    d = counts.size
+    counts = np.asarray(counts, dtype=np.int64)
+    total = int(counts.sum())
+    if total < SINGLE_PASS_TOTAL:
+        columns = counts.astype(np.float64)[:, None]
+        shifts = [0]
+        accumulate = np.float64  # every partial sum is an integer below 2^53
+    else:
+        limbs = max(1, -(-int(counts.max()).bit_length() // LIMB_BITS))
+        shifts = [LIMB_BITS * j for j in range(limbs)]
+        mask = (1 << LIMB_BITS) - 1
+        columns = np.column_stack([(counts >> shift) & mask for shift in shifts]).astype(np.float64)
+        # each limb's sum is at most 2^24·min(total, d·(2^16 − 1)): int64 unless that could reach 2^62
+        accumulate = object if 2**WEIGHT_BITS * min(total, d * mask) >= WIDE_SUM else np.int64
+    cos_table, sin_table = weight_tables(d)
+    real = np.zeros((rho, len(shifts)), dtype=accumulate)
+    imaginary = np.zeros((rho, len(shifts)), dtype=accumulate)
+    items = min(_ITEM_BLOCK, d)
+    rows = max(1, _BLOCK_CELLS // items)
+    modulus = np.uint64(d)
+    for first in range(0, rho, rows):
+        k = np.arange(first, min(rho, first + rows), dtype=np.uint64)[:, None]
+        for start in range(0, d, items):
+            n = np.arange(start, min(d, start + items), dtype=np.uint64)
+            index = (k * n[None, :]) % modulus  # kn mod d, exact (kn < d² < 2^64)
+            block = columns[start:start + n.size]
+            real_part = cos_table[index] @ block  # exact: integer partial sums below 2^53
+            imaginary_part = sin_table[index] @ block
+            if accumulate is np.float64:
+                real[first:first + k.size] += real_part
+                imaginary[first:first + k.size] += imaginary_part
+            else:
+                real[first:first + k.size] += real_part.astype(np.int64).astype(accumulate)
+                imaginary[first:first + k.size] += imaginary_part.astype(np.int64).astype(accumulate)
+
+    def combine(parts: np.ndarray) -> np.ndarray:
+        exact = np.zeros(rho, dtype=object)
+        for j, shift in enumerate(shifts):
+            exact += parts[:, j].astype(np.int64 if accumulate is np.float64 else accumulate).astype(object) << shift
+        return exact
+
+    return combine(real), combine(imaginary)
+
+
+def grid_units(exact: np.ndarray, gamma: float) -> np.ndarray:
+    """round(x·2⁻²⁴/γ) for exact integers x (units of 2⁻²⁴) and a power of two γ, halves up;
+    in integer arithmetic, so the rounding moves each coordinate by at most γ/2."""
+    mantissa, exponent = math.frexp(gamma)
+    if mantissa != 0.5:
+        raise ValueError(f"the grid width {gamma!r} is not a power of two")
+    shift = WEIGHT_BITS + exponent - 1  # x·2⁻²⁴/2^g = x / 2^shift
+    if shift <= 0:
+        return np.array([int(x) << -shift for x in exact], dtype=object)
+    half = 1 << (shift - 1)
+    return np.array([(int(x) + half) >> shift for x in exact], dtype=object)
 
 
 def pack(coefficients: np.ndarray, d: int) -> np.ndarray:
     """The real coordinates that are released: Re F_0, (Re F_k, Im F_k)…, and Re F_{d/2} if kept."""
-    rho = coefficients.size
+    return pack_parts(coefficients.real, coefficients.imag, d)
+
+
+def pack_parts(real: np.ndarray, imaginary: np.ndarray, d: int) -> np.ndarray:
+    """:func:`pack` from the real and imaginary parts (any dtype, e.g. exact Python integers)."""
+    rho = real.size
     real_only, complex_count = kept_slots(d, rho)
-    middle = coefficients[1:1 + complex_count]
-    parts = [coefficients[:1].real, np.column_stack([middle.real, middle.imag]).ravel()]
+    middle = slice(1, 1 + complex_count)
+    parts = [real[:1], np.column_stack([real[middle], imaginary[middle]]).ravel()]
     if real_only == 2:
-        parts.append(coefficients[-1:].real)
+        parts.append(real[-1:])
     return np.concatenate(parts)
 
 
@@ -232,6 +306,7 @@ class _Fourier(Mechanism):
     family = FAMILY
     paper = PAPER
     reference = "GS §2.2, Theorem 2, Appendix A"
+    transform_text = "exact integer sums with public dyadic weights (the same for every dataset)"
 
     def prepare_key(self, epsilon, params):
         return (params["bound"],)
@@ -245,45 +320,42 @@ class _Fourier(Mechanism):
     def sensitivity(self, d: int, rho: int, bound: int) -> float:
         return fpa_sensitivity(d, rho, bound)
 
-    def noise_scale(self, d: int, rho: int, bound: int, epsilon: float,
-                    exact: bool = True) -> tuple[float, float, float]:
-        """(sensitivity, grid width γ, noise scale b) for ρ kept coefficients (module notes)."""
-        sensitivity = self.sensitivity(d, rho, bound) + (weight_margin(d, rho, bound) if exact else 0.0)
+    def noise_scale(self, d: int, rho: int, bound: int, epsilon: float) -> tuple[float, float, float]:
+        """(sensitivity, grid width γ, noise scale b) for ρ kept coefficients, from declared values (module notes)."""
+        sensitivity = self.sensitivity(d, rho, bound) + weight_margin(d, rho, bound)
         real_only, complex_count = kept_slots(d, rho)
         gamma, scale = grid_scale(sensitivity, epsilon, real_only + 2 * complex_count)
         return sensitivity, gamma, scale
+
+    def kept_coordinates(self, counts: np.ndarray, rho: int) -> np.ndarray:
+        """The released coordinates before noise, exact integers in units of 2⁻²⁴ (module notes)."""
+        return pack_parts(*exact_coefficients(counts, rho), counts.size)
 
     def run(self, data, prepared, epsilon, params, source):
         d = data.n_items
         counts = bounded_counts(data.matrix, prepared, source)
         rho = self.choose_rho(counts, epsilon, params, d)
-        kept = exact_coefficients(counts, rho)
-        exact = kept is not None
-        spectrum = np.fft.rfft(counts.astype(np.float64))  # for the fallback and the internal diagnostics
-        if not exact:
-            kept = spectrum[:rho]
-        sensitivity, gamma, scale = self.noise_scale(d, rho, params["bound"], epsilon, exact=exact)
+        sensitivity, gamma, scale = self.noise_scale(d, rho, params["bound"], epsilon)
         real_only, complex_count = kept_slots(d, rho)
-        noisy = grid_laplace(pack(kept, d), scale, gamma, source)
-        values = reconstruct(unpack(noisy, d, rho), d)
+        units = grid_units(self.kept_coordinates(counts, rho), gamma)
+        noisy = units + discrete_laplace(source, scale / gamma, units.size)
+        values = reconstruct(unpack(np.asarray(noisy, dtype=np.float64) * gamma, d, rho), d)
         if params["clamp"]:
             values = np.maximum(values, 0.0)
         budget = BudgetSplit.single(
             epsilon, "noisy Fourier coefficients",
             f"{rho} coefficients ({real_only + 2 * complex_count} real numbers), L1 sensitivity {sensitivity:.6g}; "
             f"noise of scale {scale:.6g} on a grid of width {gamma:.3g}")
-        internal = {"rows_truncated": prepared.rows_cut, "kept_coefficients": rho,
-                    "fft_error_bound": 2.0**-52 * max(1.0, math.log2(d)) * math.sqrt(d)
-                    * float(np.linalg.norm(counts))}
+        internal = {"rows_truncated": prepared.rows_cut, "kept_coefficients": rho}
         diagnostics = {}
         if params["diagnostics"]:
             diagnostics["reconstruction"] = self.reconstruction_diagnostic(counts, rho, params["bound"], epsilon)
+            spectrum = np.fft.rfft(counts.astype(np.float64))
             internal["reconstruction_mae"] = float(np.abs(reconstruct(spectrum[:rho], d) - counts).mean())
         release = self.new_release(data, epsilon, params, budget, source, values=values, diagnostics=diagnostics,
                                    internal=internal)
         release.report["noise"] = {"kept_coefficients": rho, "sensitivity": sensitivity, "grid": gamma,
-                                   "scale": scale, "transform": "exact integer sums with public dyadic weights"
-                                   if exact else "floating-point FFT (too large for the exact sums)"}
+                                   "scale": scale, "transform": self.transform_text}
         return release
 
     @staticmethod
@@ -308,7 +380,7 @@ class _Fourier(Mechanism):
 
     def public_facts(self, data, params):
         facts = super().public_facts(data, params)
-        facts["item order"] = "the data file's item order (FPA treats the counts as a signal in that order)"
+        facts["item order"] = "the order of the item list (FPA treats the counts as a signal in that order)"
         return facts
 
     def report_notes(self, params):
@@ -334,9 +406,17 @@ class FPA(_Fourier):
     )
 
     def check(self, data, epsilon, params):
-        if data is not None and params["rho"] > data.n_items // 2 + 1:
-            raise ParameterError(f"ρ = {params['rho']} is too large for {data.n_items} items: at most "
-                                 f"{data.n_items // 2 + 1} Fourier coefficients carry information.")
+        """Decided from the declared ρ and the number of items d only: works on a domain without data."""
+        if data is None:
+            return params
+        d, rho = data.n_items, params["rho"]
+        if rho > d // 2 + 1:
+            raise ParameterError(f"ρ = {rho} is too large for {d} items: at most "
+                                 f"{d // 2 + 1} Fourier coefficients carry information.")
+        if rho * d > MAX_PRODUCTS:
+            raise ParameterError(f"ρ = {rho} is too large for {d:,} items: the exact transform would take "
+                                 f"{rho * d:,} products (at most {MAX_PRODUCTS:,}). Keep at most "
+                                 f"{MAX_PRODUCTS // d:,} coefficients.")
         return params
 
     def choose_rho(self, counts, epsilon, params, d):
@@ -364,6 +444,14 @@ class FPAOracle(_Fourier):
     order = 26
     releasable = False
     params = (BOUND, DIAGNOSTICS, CLAMP)
+
+    transform_text = "floating-point FFT (comparison aid, not private anyway)"
+
+    def kept_coordinates(self, counts, rho):
+        """The oracle may keep up to d/2 + 1 coefficients; being no release, it uses the fast FFT."""
+        spectrum = np.fft.rfft(counts.astype(np.float64))[:rho] * float(2**WEIGHT_BITS)
+        whole = [np.array([int(x) for x in np.round(part)], dtype=object) for part in (spectrum.real, spectrum.imag)]
+        return pack_parts(*whole, counts.size)
 
     def choose_rho(self, counts, epsilon, params, d):
         candidates = plot_sizes(d // 2 + 1, ORACLE_CANDIDATES)

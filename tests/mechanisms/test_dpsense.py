@@ -39,15 +39,16 @@ def random_data(seed, n=40, d=7, valued=False):
     return dense
 
 
-def brute_force(dense, binary, r, steps, epsilon_counts):
+def brute_force(dense, r, steps, epsilon_counts):
     """q(θ) and q_s(θ, α) from their definitions, normalizing the whole matrix for every θ.
 
     The row weights are the paper's min(1, θ/row total), rounded down to the public grid 1/K.
+    ``r`` None: every non-zero cell counts as 1.
     """
     n, d = dense.shape
-    grid, cell_max = value_grid(binary, r)
+    grid, cell_max = value_grid(r)
     big_k = weight_grid(cell_max, d)
-    cells = dense.astype(np.int64) if binary and grid == 1 else np.minimum(np.floor(dense * grid), cell_max)
+    cells = (dense != 0) if r is None else np.minimum(np.floor(dense * grid), cell_max)
     cells = cells.astype(np.int64)
     row_totals = cells.sum(axis=1)
     truth = cells.sum(axis=0)
@@ -80,7 +81,7 @@ def test_scores_match_brute_force(seed, valued, r):
     epsilon = 0.7
     steps = 5
     quality, scaled, paper, row_totals, big_k, grid, cell_max = brute_force(
-        dense, data.binary, r, steps, 0.9 * epsilon)
+        dense, r if valued else None, steps, 0.9 * epsilon)
     plain = prepared_for("dpsense", data, epsilon, **params)
     with_scaling = prepared_for("dpsense-s", data, epsilon, alpha_steps=steps, **params)
     # exact integers underneath: equal up to the final float conversion
@@ -101,7 +102,7 @@ def test_every_theta_and_alpha_on_a_larger_random_matrix():
     for row, length in zip(dense, lengths):
         row[rng.choice(60, length, replace=False)] = 1
     data = dpdesk.from_matrix(dense)
-    quality, scaled, *_ = brute_force(dense, True, 1.0, 100, 0.9)
+    quality, scaled, *_ = brute_force(dense, None, 100, 0.9)
     np.testing.assert_allclose(prepared_for("dpsense", data, 1.0).sampler.scores, quality, rtol=1e-13)
     np.testing.assert_allclose(prepared_for("dpsense-s", data, 1.0).sampler.scores.reshape(scaled.shape), scaled,
                                rtol=1e-13, atol=1e-12)
@@ -137,7 +138,7 @@ def test_chosen_theta_follows_the_exponential_mechanism():
         chosen = [mechanism.run(data, prepared, epsilon, params, source).report["selection"]["theta"]
                   for _ in range(runs)]
         counts = np.bincount(np.array(chosen, dtype=int) - 1, minlength=5)
-        quality = brute_force(dense, True, 1.0, 1, 1.0)[0]  # ε_p = 1
+        quality = brute_force(dense, None, 1, 1.0)[0]  # ε_p = 1
         expected = exponential.probabilities(quality, 1.0, 1.0, monotone=form == "one-directional")
         assert np.allclose(expected, np.exp(coefficient * quality) / np.exp(coefficient * quality).sum())
         assert stats.chisquare(counts, expected * runs).pvalue > 1e-6
@@ -158,7 +159,7 @@ def test_chosen_theta_and_alpha_follow_the_exponential_mechanism():
         selection = mechanism.run(data, prepared, epsilon, params, source).report["selection"]
         picks.append((int(selection["theta"]) - 1) * (steps + 1) + round((selection["alpha"] - 1) * steps))
     counts = np.bincount(picks, minlength=3 * (steps + 1))
-    scores = brute_force(dense, True, 1.0, steps, 1.5)[1].ravel()
+    scores = brute_force(dense, None, steps, 1.5)[1].ravel()
     expected = exponential.probabilities(scores, 1.5, 1.0)
     keep = expected * runs > 5
     assert stats.chisquare(counts[keep], expected[keep] / expected[keep].sum() * counts[keep].sum()).pvalue > 1e-6
@@ -270,8 +271,15 @@ def test_cancel_stops_preparation():
 
 def test_parameters_and_values():
     valued = dpdesk.from_matrix(random_data(8, valued=True))
-    with pytest.raises(ParameterError, match="maximum cell value"):
-        dpdesk.release(valued, "dpsense", epsilon=1.0, rng=1)
+    # without a declared r the values are not refused: every non-zero cell counts as 1 (the yes/no view)
+    yes_no = dpdesk.release(valued, "dpsense", epsilon=1.0, rng=1)
+    assert "counts as 1" in yes_no.report["public_facts"]["cell values"]
+    assert yes_no.report["selection"]["quality_sensitivity"] == 1.0
+    assert "values_counted_as_one" in yes_no.internal
+    assert "values_counted_as_one" not in json.dumps(yes_no.report, default=str)
+    structure = dpdesk.from_matrix(random_data(8, valued=True) != 0)
+    again = dpdesk.release(structure, "dpsense", epsilon=1.0, rng=1)
+    np.testing.assert_array_equal(yes_no.values, again.values)  # the same release as the 0/1 data
     with pytest.raises(ParameterError, match="at most 0.99"):
         dpdesk.release(valued, "dpsense", epsilon=1.0, max_value=5, selection_share=1.0, rng=1)
     with pytest.raises(ParameterError, match="no parameter 'bound'"):

@@ -111,7 +111,7 @@ def test_release_report_and_checks():
     assert release.report["expected_error"]["noise_rms_per_count"] > 0
     assert release.diagnostics["reconstruction"].internal
     assert "reconstruction_mae" in release.internal and "reconstruction_mae" not in repr(release.report)
-    assert release.internal["fft_error_bound"] < 1e-9 * release.report["noise"]["sensitivity"]
+    assert release.report["noise"]["transform"].startswith("exact integer sums")
     with pytest.raises(ParameterError, match="too large"):
         dpdesk.release(data, "fpa", epsilon=0.5, bound=4, rho=22, rng=1)
     assert dpdesk.release(data, "fpa", epsilon=0.5, bound=4, rho=21, rng=1).values.size == 40
@@ -119,6 +119,51 @@ def test_release_report_and_checks():
     counts = rng.integers(0, 60, 40)
     exact = dpdesk.release(single_items(counts), "fpa", epsilon=100, bound=1, rho=21, rng=1)
     assert np.abs(exact.values - counts).max() < 0.5
+
+
+def brute_force_coefficients(counts, rho):
+    """Σ_n c_n·C_kn with Python integers, straight from the definition of the public weights."""
+    d = len(counts)
+    cos_table, sin_table = fpa.weight_tables(d)
+    real = [sum(int(c) * int(cos_table[(k * n) % d]) for n, c in enumerate(counts)) for k in range(rho)]
+    imaginary = [sum(int(c) * int(sin_table[(k * n) % d]) for n, c in enumerate(counts)) for k in range(rho)]
+    return real, imaginary
+
+
+@pytest.mark.parametrize("largest", [60, 2**25, 2**39])
+def test_exact_coefficients_are_exact_for_any_total(monkeypatch, largest):
+    """Every evaluation path (one float pass, 16-bit limbs, Python-integer sums) gives the same
+    integers as the definition, up to counts of 2^39 (totals far beyond what fits in memory)."""
+    rng = np.random.default_rng(largest % 1000)
+    d, rho = 37, 9
+    counts = rng.integers(0, largest, d)
+    counts[3] = largest  # the largest count, to exercise every limb
+    expected = brute_force_coefficients(counts, rho)
+    for single_pass, wide in ((fpa.SINGLE_PASS_TOTAL, fpa.WIDE_SUM), (0, fpa.WIDE_SUM), (0, 0)):
+        monkeypatch.setattr(fpa, "SINGLE_PASS_TOTAL", single_pass)
+        monkeypatch.setattr(fpa, "WIDE_SUM", wide)
+        monkeypatch.setattr(fpa, "_ITEM_BLOCK", 8)  # several blocks of items
+        monkeypatch.setattr(fpa, "_BLOCK_CELLS", 24)  # and of coefficients
+        real, imaginary = fpa.exact_coefficients(counts, rho)
+        assert [int(x) for x in real] == expected[0] and [int(x) for x in imaginary] == expected[1]
+    # the weights are within 2⁻²⁵ (plus the float cosine's error) of the true cosines and sines
+    cos_table, sin_table = fpa.weight_tables(d)
+    angle = 2 * np.pi * np.arange(d) / d
+    assert np.abs(cos_table / 2**24 - np.cos(angle)).max() <= fpa.WEIGHT_ERROR
+    assert np.abs(sin_table / 2**24 + np.sin(angle)).max() <= fpa.WEIGHT_ERROR
+
+
+def test_grid_units_round_exactly():
+    from fractions import Fraction
+
+    values = np.array([0, 1, -1, 2**23, -(2**23), 3 * 2**22, -(3 * 2**22), 2**70 + 12345, -(2**70) - 1], dtype=object)
+    for gamma in (2.0**-30, 2.0**-24, 2.0**-3, 1.0, 4.0):
+        units = fpa.grid_units(values, gamma)
+        for x, u in zip(values, units):
+            exact = Fraction(int(x), 2**24) / Fraction(gamma)
+            assert abs(Fraction(int(u)) - exact) <= Fraction(1, 2)  # moved by at most half a grid step
+    with pytest.raises(ValueError):
+        fpa.grid_units(values, 0.3)
 
 
 def test_oracle_is_never_releasable(dpdesk_home, tmp_path):
