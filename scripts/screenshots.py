@@ -71,7 +71,12 @@ def main() -> None:
     wizard.next()
     wait_for(lambda: wizard.dataset is not None)
     shoot(wizard, "05-wizard-summary")
-    window.state.set_dataset(wizard.dataset, wizard.settings())
+    wizard.next()
+    wizard.publication_page.choice.buttons["list"].setChecked(True)
+    shoot(wizard, "05b-wizard-publication")
+    wizard.publication_page.choice.buttons["public-data"].setChecked(True)
+    name, declaration = wizard.publication()
+    window.state.set_dataset(wizard.dataset, wizard.settings(), name, declaration)
     wizard.accept()
     shoot(window, "06-data")
     window.steps.setCurrentRow(1)
@@ -101,6 +106,7 @@ def main() -> None:
     window.steps.setCurrentRow(4)
     release_page = window.release_page
     release_page.mechanism.setCurrentIndex(release_page.mechanism.findData("gs"))
+    release_page.confirm = lambda text: True  # the confirmation is a standard question box
     release_page.run()
     wait_for(lambda: window.state.release is not None)
     shoot(window, "12-release")
