@@ -40,6 +40,7 @@ class DeclaredDomain:
         self.item_labels = np.asarray(labels, dtype=object)
         self.n_items = int(self.item_labels.size)
         self.name = name
+        self.domain = None  # the declaration itself is public too (dpdesk.data.domain.PublicView)
 
     def __getattr__(self, attribute):
         raise AssertionError(f"check() read '{attribute}', which is not public before the data is read")
