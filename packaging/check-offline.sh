@@ -73,7 +73,7 @@ step "dpdesk inspect $sample"
 "${dpdesk[@]}" inspect --json "$sample" > "$work/inspect.json"
 
 step "dpdesk release (headless)"
-"${dpdesk[@]}" release "$sample" --mechanism lpa --epsilon 0.69 --bound 20 --out "$work/release" \
+"${dpdesk[@]}" release "$sample" --mechanism lpa --epsilon 0.69 --bound 20 --items from-data --items-are-public --out "$work/release" \
   --formats csv,json,parquet --report html,pdf
 "${dpdesk[@]}" ledger verify
 

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGING = ROOT / "packaging"
 ICONS = ROOT / "resources" / "icons"
 ICON_SIZES = (16, 24, 32, 48, 64, 128, 256)
-RELEASE_ARGS = ["--mechanism", "lpa", "--epsilon", "0.69", "--bound", "20"]
+RELEASE_ARGS = ["--mechanism", "lpa", "--epsilon", "0.69", "--bound", "20", "--items", "from-data", "--items-are-public"]
 
 
 def in_ci() -> bool:
@@ -94,7 +94,7 @@ def test_a_release_opens_no_network_connection(qapp, socket_guard, dpdesk_home, 
     # qapp: pytest-qt's QApplication, so the PDF report never leaves a bare QGuiApplication behind
     data = dpdesk.load(sample_path())
     assert data.summary()["rows"] == 9835
-    result = dpdesk.release(data, "lpa", epsilon=0.69, bound=20)
+    result = dpdesk.release(dpdesk.declare(data, "from-data", items_are_public=True), "lpa", epsilon=0.69, bound=20)
     assert len(result.values) == 169
 
     out = tmp_path / "release"
