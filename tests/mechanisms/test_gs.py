@@ -282,7 +282,12 @@ def test_budget_report_and_diagnostics(small_data, mechanism):
     release = dpdesk.release(small_data, mechanism, epsilon=epsilon, bound=6, rng=1)
     steps = release.budget_split
     assert sum(step["epsilon"] for step in steps) == pytest.approx(epsilon)
-    if mechanism != "gs-r":
+    if mechanism == "gs":  # the calibrated estimate's noisy total takes its share from the averages
+        share = gs.TOTAL_SHARE * epsilon
+        assert [step["step"] for step in steps] == ["noisy sample t_s", "noisy total of kept items",
+                                                    "noisy group averages"]
+        assert [step["epsilon"] for step in steps] == pytest.approx([epsilon / 2, share, epsilon / 2 - share])
+    elif mechanism != "gs-r":
         assert [step["epsilon"] for step in steps] == [epsilon / 2, epsilon / 2]
     report = release.report
     assert report["public_facts"]["declared bound Δ (items per person)"] == 6
