@@ -145,6 +145,24 @@ def test_estimated_l1_matches_brute_force(seed):
     assert np.allclose(fast, slow, rtol=1e-10, atol=1e-6)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_estimated_l1_with_a_real_slope_matches_brute_force(seed):
+    """The calibrated slope is any real a ≥ 0; the lookup table is indexed by ⌈v/a⌉."""
+    rng = np.random.default_rng(200 + seed)
+    d = int(rng.integers(2, 250))
+    sample = np.sort(rng.integers(-20, 300, d))
+    sample[5:25] = sample[5]  # ties
+    sample.sort()
+    noise = rng.laplace(size=(2, d))
+    multiplier, numerator = float(rng.uniform(0.01, 7)), float(rng.uniform(0.5, 50))
+    assert np.allclose(gs.estimated_l1(sample, multiplier, numerator, noise),
+                       brute_estimated_l1(sample, multiplier, numerator, noise), rtol=1e-9, atol=1e-6)
+    # slope 0: a flat estimate, the error is the noise alone and least for one group of all items
+    flat = gs.estimated_l1(sample, 0.0, numerator, noise)
+    assert np.allclose(flat, brute_estimated_l1(sample, 0.0, numerator, noise), rtol=1e-9, atol=1e-9)
+    assert int(np.argmin(flat)) + 1 == d
+
+
 def test_estimated_l1_binary_search_path_matches_brute_force():
     """Values spread too widely for the lookup table use a binary search instead."""
     rng = np.random.default_rng(7)
@@ -369,32 +387,99 @@ def check_audit(result, epsilon):
 def test_planted_bug_grouping_by_true_counts_is_caught():
     first, second = (single_items(c) for c in COUNTEREXAMPLE)
     epsilon = 1.0
-    result = audit(run_sampler(GroupsByTrueCounts(), epsilon, bound=2, diagnostics=False), first, second,
-                   runs=1000, features=four_item_features([2]), seed=21)
+    sampler = run_sampler(GroupsByTrueCounts(), epsilon, bound=2, diagnostics=False, estimator="paper")
+    result = audit(sampler, first, second, runs=1000, features=four_item_features([2]), seed=21)
     print(result)
     assert result.epsilon_lower > epsilon + 0.5, str(result)
 
 
 AUDITS = {
-    # case: (mechanism, neighbours, the extra person's items)
-    "gs-r": ("gs-r", (single_items([11, 13, 13, 14]), single_items([11, 13, 13, 14], [[0, 1]])), [0, 1]),
-    "gs-s-row": ("gs-s-row", (single_items([11, 13, 13, 14], [[1, 2]]), single_items([11, 13, 13, 14])), [1, 2]),
-    "gs-s-col": ("gs-s-col", (single_items(COUNTEREXAMPLE[0]), single_items(COUNTEREXAMPLE[1])), [2]),
-    # the grouping: §3.2's neighbours make the groups differ
-    "gs-grouping": ("gs", (single_items(COUNTEREXAMPLE[0]), single_items(COUNTEREXAMPLE[1])), [2]),
+    # case: (mechanism, neighbours, the extra person's items, extra parameters)
+    "gs-r": ("gs-r", (single_items([11, 13, 13, 14]), single_items([11, 13, 13, 14], [[0, 1]])), [0, 1], {}),
+    "gs-s-row": ("gs-s-row", (single_items([11, 13, 13, 14], [[1, 2]]), single_items([11, 13, 13, 14])), [1, 2], {}),
+    "gs-s-col": ("gs-s-col", (single_items(COUNTEREXAMPLE[0]), single_items(COUNTEREXAMPLE[1])), [2], {}),
+    # the grouping: §3.2's neighbours make the groups differ (the paper's estimate picks w* = 2 there;
+    # the calibrated one sees no spread beyond the noise and mostly publishes one group of all items)
+    "gs-grouping": ("gs", (single_items(COUNTEREXAMPLE[0]), single_items(COUNTEREXAMPLE[1])), [2],
+                    {"estimator": "paper"}),
+    "gs-grouping-calibrated": ("gs", (single_items(COUNTEREXAMPLE[0]), single_items(COUNTEREXAMPLE[1])), [2], {}),
     # the release: distinct counts keep w* = 1, and a person with Δ = 2 items moves two published values
-    "gs-values": ("gs", (single_items([5, 40, 80, 120]), single_items([5, 40, 80, 120], [[1, 2]])), [1, 2]),
+    "gs-values": ("gs", (single_items([5, 40, 80, 120]), single_items([5, 40, 80, 120], [[1, 2]])), [1, 2],
+                  {"estimator": "paper"}),
+    "gs-values-calibrated": ("gs", (single_items([5, 40, 80, 120]), single_items([5, 40, 80, 120], [[1, 2]])),
+                             [1, 2], {}),
+    # the tuning: two pairs of close counts, so the calibrated w* is 1, 2 or 4 (about 15/83/2%), and
+    # it depends on Ñ, which the extra person moves by 2
+    "gs-tuning-calibrated": ("gs", (single_items([20, 22, 60, 62]), single_items([20, 22, 60, 62], [[1, 2]])),
+                             [1, 2], {}),
 }
 
 
 def run_audit(case, runs, seed):
-    mechanism, (first, second), person = AUDITS[case]
-    extra = {} if mechanism == "gs-r" else {"diagnostics": False}
+    mechanism, (first, second), person, extra = AUDITS[case]
+    extra = dict(extra) if mechanism == "gs-r" else {"diagnostics": False, **extra}
     epsilon = 1.0
     result = audit(release_sampler(mechanism, epsilon=epsilon, bound=2, **extra), first, second, runs=runs,
                    features=four_item_features(person), seed=seed)
     check_audit(result, epsilon)
     return result
+
+
+class TotalLeftUnnoised(gs.GS):
+    """PLANTED BUG (issue 15): the calibrated estimate reads the exact total of kept items."""
+
+    @staticmethod
+    def noisy_total(counts, bound, total_epsilon, source):
+        return int(counts.sum())
+
+
+def total_sampler(mechanism, epsilon, **params):
+    """A ``sample`` function returning the total the calibrated estimate used (an internal figure)."""
+    from dpdesk.api import prepare
+    from dpdesk.privacy.randomness import SeededRandom
+
+    def sample(data, generator, n):
+        values = mechanism.validate(data, epsilon, params)
+        prepared = prepare(data, mechanism, epsilon, values)
+        source = SeededRandom(generator)
+        return np.array([float(mechanism.run(data, prepared, epsilon, values, source).internal["noisy_total_kept_items"])
+                         for _ in range(n)])
+
+    return sample
+
+
+TOTAL_NEIGHBOURS = (single_items([5, 40, 80, 120]), single_items([5, 40, 80, 120], [[1, 2]]))  # N = 245 or 247
+
+
+def test_planted_bug_total_left_unnoised_is_caught():
+    """The total is its own ε_t-DP step: exact, it tells the neighbours apart far beyond the whole ε."""
+    epsilon = 1.0
+    result = audit(total_sampler(TotalLeftUnnoised(), epsilon, bound=2, diagnostics=False), *TOTAL_NEIGHBOURS,
+                   runs=500, features=lambda totals: totals, seed=22)
+    print(result)
+    assert result.epsilon_lower > epsilon + 2, str(result)
+    result = audit(total_sampler(gs.GS(), epsilon, bound=2, diagnostics=False), *TOTAL_NEIGHBOURS,
+                   runs=500, features=lambda totals: totals, seed=22)
+    check_audit(result, gs.TOTAL_SHARE * epsilon)
+
+
+@pytest.mark.parametrize("epsilon", [0.4, 3.0])
+def test_noisy_total_has_the_scale_its_share_and_sensitivity_imply(epsilon):
+    """Ñ − N is discrete Laplace of scale Δ'/ε_t: its mean absolute value, centre and whole values."""
+    from dpdesk.privacy.noise import discrete_laplace_mean_abs
+
+    rng = np.random.default_rng(23)
+    data = incidence([list(rng.choice(30, size=int(rng.integers(1, 9)), replace=False)) for _ in range(300)], 30)
+    bound, runs = 5, 800
+    offsets = np.array([
+        (lambda internal: internal["noisy_total_kept_items"] - internal["kept_items"])(
+            dpdesk.release(data, "gs", epsilon=epsilon, bound=bound, rng=seed, diagnostics=False).internal)
+        for seed in range(runs)])
+    scale = bound / (gs.TOTAL_SHARE * epsilon)  # 250 at ε = 0.4, 33.3 at ε = 3
+    # E|X| = scale within 0.01% here; its standard error over 800 draws is 3.5%
+    assert abs(np.mean(np.abs(offsets)) / discrete_laplace_mean_abs(scale) - 1) < 0.12, np.mean(np.abs(offsets))
+    assert abs(offsets.mean()) < 4 * math.sqrt(2) * scale / math.sqrt(runs)
+    assert offsets.dtype.kind == "i"
 
 
 @pytest.mark.parametrize("case", sorted(AUDITS))
