@@ -319,12 +319,12 @@ def estimated_l1(sample_sorted: np.ndarray, multiplier: float, noise_numerator: 
     """Mean over draws of L1(c̃, t̃_w) for every group size w = 1..d (``out[w − 1]``).
 
     ``sample_sorted`` holds whole numbers in ascending order and c̃ = ``multiplier`` ·
-    ``sample_sorted`` (``multiplier`` > 0); group j of size w gets simulated noise
+    ``sample_sorted`` (``multiplier`` ≥ 0); group j of size w gets simulated noise
     ``noise_numerator / w · noise[:, j]`` on its average (``noise`` has shape (draws, d)).
     Prefix sums and, per group, the number of values below the noisy average, clipped to
     the group (module notes). That number comes from a table indexed by ⌈v/multiplier⌉
     when the values span a moderate range (one memory read instead of a binary search),
-    else from a binary search.
+    else from a binary search; with ``multiplier`` = 0 every value is 0 and needs neither.
     """
     t = np.asarray(sample_sorted, dtype=np.int64)
     d = t.size
@@ -357,7 +357,9 @@ def estimated_l1(sample_sorted: np.ndarray, multiplier: float, noise_numerator: 
             v = row[j]
             v *= scale
             v += average
-            if below is not None:
+            if multiplier == 0:  # all values are 0: every one lies below a positive v, none below the rest
+                p = np.where(v > 0, end, start)
+            elif below is not None:
                 m = np.ceil(v / multiplier)
                 m -= low
                 np.clip(m, 0, span + 1, out=m)
