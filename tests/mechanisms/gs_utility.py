@@ -91,3 +91,37 @@ COMPARED = {  # the issue's table: gs with both estimators and the parts it shou
     "gs-s-col": ("gs-s-col", {"diagnostics": False}),
     "lpa": ("lpa", {}),
 }
+
+
+def best_tuning_error(data: dpdesk.Dataset, bound: int, epsilon: float, seed: int, *, draws: int = 12) -> tuple:
+    """(MAE, w) of gs with the truly best group size: a ceiling for any tuning (true data: internal).
+
+    The groups are those of ``dpdesk.release(data, "gs", rng=seed, ...)`` (the same noisy sample and
+    order); the MAE is the expected one over ``draws`` simulated noises, against the untruncated counts,
+    with the calibrated estimate's noise scale Δ'/(ε_g·w), minimised over every w ≤ 64 and a
+    log-spaced grid above.
+    """
+    from dpdesk.api import prepare
+    from dpdesk.mechanisms import gs
+    from dpdesk.privacy.randomness import SeededRandom
+
+    mechanism = dpdesk.mechanisms.get("gs")
+    params = mechanism.validate(data, epsilon, {"bound": bound})
+    source = SeededRandom(np.random.default_rng(seed), seed=seed)
+    counts, _, noisy, _ = mechanism.noisy_sample(data, prepare(data, mechanism, epsilon, params), epsilon, params,
+                                                 source)
+    order = gs.noisy_order(noisy, source)
+    d = data.n_items
+    numerator = mechanism.effective_bound(bound, d) / mechanism.averages_epsilon(epsilon, params)
+    kept, truth = counts[order].astype(np.float64), data.column_counts[order].astype(np.float64)
+    noise = np.random.default_rng(10_000 + seed).laplace(size=(draws, d))
+    sizes = np.unique(np.concatenate([np.arange(1, min(d, 64) + 1), gs.plot_sizes(d, 80)]))
+    best = (math.inf, 0)
+    for w in sizes:
+        bounds = gs.group_boundaries(d, int(w))
+        lengths = np.diff(bounds)
+        averages = gs.group_averages(kept, bounds)
+        error = np.mean([np.abs(truth - np.repeat(averages + numerator / w * row[:lengths.size], lengths)).mean()
+                         for row in noise])
+        best = min(best, (float(error), int(w)))
+    return best
