@@ -99,25 +99,27 @@ The calibrated estimate (``estimator = calibrated``, the default), c̃ = a·t_s 
    λ̂ = 0. On noisy samples (few people per item, small ε) c̃ flattens and the tuning
    chooses large groups instead of collapsing to small ones.
 4. A cap from the total: whatever the grouping, the counts' spread Σ|c_i − c̄| is at most
-   2N, so a ≤ 2·Ñ_low/Σ|t_s,i − mean t_s|.
-
+   2N, so a = min(r̂·λ̂, 2·Ñ_low/Σ|t_s,i − mean t_s|). a = 0 (no evidence of any spread)
+   gives w* = d, one group.
 5. The spread c̃ cannot see. Items next to each other in the order of t_s differ in
    their true counts by more than their t_s do, because c_s,i varies with the sample. In
    the model of step 3 that part of s_i has posterior variance λ·(1 − 1/r)·s_i, in counts
-   r·a·(1 − 1/r)·s_i = a·(r − 1)·s_i. The simulation adds to each group's simulated value one
-   draw of variance (its mean over the group)·(1 − 1/|g|), the variance of an item's
-   residual around its group's mean residual: every item's simulated error then has the
-   right law (the shared draw only makes the simulation noisier) and w = 1 gets none.
+   r·a·(1 − 1/r)·s_i = a·(r − 1)·s_i. Around its group's mean an item's residual then has
+   variance τ_g² ≈ (the group's mean of a·(r̂ − 1)·t_s)·(1 − 1/|g|), and its expected error
+   E|y + ξ| (y its simulated error without it) is at least E|ξ| = √(2/π)·τ_g for Gaussian ξ.
+   The simulation counts max(|y|, √(2/π)·τ_g), which is the mean of |y ± √(2/π)·τ_g|: two
+   evaluations of the prefix-sum formula, no extra randomness (one random draw per group
+   made the choice of w erratic where few large groups carry it), and nothing at w = 1.
    Without it c̃, sorted, looks smoother than the counts in that order and the tuning
    prefers groups too large where the sample is precise (chess at ε = 2: w* = 3, MAE 0.15×
-   GS-S's, against w* = 1, 0.09×). The DL(2/ε) part of z is left out: where it dominates,
+   GS-S's, against w* = 1, 0.08×). The DL(2/ε) part of z is left out: where it dominates,
    the counts are small and alike (the noise-only tail) and the shrinkage has removed it.
 
-a = min(r̂·λ̂, cap); a = 0 (no evidence of any spread) gives w* = d, one group. The cost:
-the averages get ε/2 − ε_t instead of ε/2, noise ×1.11 at a fixed w. On BMS-WebView-1-
-shaped data (``tests/mechanisms/gs_utility.py``) at ε = ln 2 and Δ = 267 the estimated
-L1 curve is within 12% of the true one at every w and both are least at the same w;
-the paper's is 8–110× too high and chooses w* = 1.
+The cost: the averages get ε/2 − ε_t instead of ε/2, noise ×1.11 at a fixed w. On
+BMS-WebView-1-shaped data (``tests/mechanisms/gs_utility.py``) at ε = ln 2 and Δ = 267
+the estimated L1 curve is within 13% of the true one at every w and both are least at the
+same w; the paper's is 8–110× too high and chooses w* = 1 (benchmarks/bench_gs.py
+--utility prints both curves and the whole comparison).
 
 Speed: c̃ is sorted in the order of t_s and every group is a contiguous run of it, so a
 group's term Σ_{k∈g}|c̃_k − v| is v·(2p − s − e) + P[s] + P[e] − 2P[p] with prefix sums P,
@@ -299,7 +301,7 @@ class Calibration:
     spread_cap: float  # 2·Ñ_low / Σ|t_s − mean t_s|: the steepest slope the total allows
 
     def residual_variance(self, noisy_sample: np.ndarray) -> np.ndarray:
-        """a·(r̂ − 1)·t_s per item: the variance of its count around c̃ from column sampling (notes, step 5)."""
+        """a·(r̂ − 1)·t_s per item: the variance of its count around c̃ that column sampling hides (step 5)."""
         return self.multiplier * (self.row_length - 1.0) * np.maximum(np.asarray(noisy_sample, np.float64), 0.0)
 
 
@@ -331,16 +333,15 @@ def standard_laplace(source: RandomSource, draws: int, size: int) -> np.ndarray:
 
 
 def estimated_l1(sample_sorted: np.ndarray, multiplier: float, noise_numerator: float,
-                 noise: np.ndarray, residual_variance: np.ndarray | None = None,
-                 residual_noise: np.ndarray | None = None) -> np.ndarray:
+                 noise: np.ndarray, residual_variance: np.ndarray | None = None) -> np.ndarray:
     """Mean over draws of L1(c̃, t̃_w) for every group size w = 1..d (``out[w − 1]``).
 
     ``sample_sorted`` holds whole numbers in ascending order and c̃ = ``multiplier`` ·
     ``sample_sorted`` (``multiplier`` ≥ 0); group j of size w gets simulated noise
     ``noise_numerator / w · noise[:, j]`` on its average (``noise`` has shape (draws, d)).
-    With ``residual_variance`` (per item, same order) group g also gets the spread of the
-    counts c̃ cannot see, ``√(mean of the variances over g · (1 − 1/|g|)) · residual_noise[:, j]``
-    (``residual_noise``: unit-variance draws, shape (draws, d); module notes, step 5).
+    With ``residual_variance`` (per item, same order) each item's error |c̃_k − v| becomes
+    max(|c̃_k − v|, κ·τ_g), the mean of |c̃_k − v ∓ κ·τ_g|: τ_g² is the group's mean residual
+    variance × (1 − 1/|g|) and κ = √(2/π) (module notes, step 5).
     Prefix sums and, per group, the number of values below the noisy average, clipped to
     the group (module notes). That number comes from a table indexed by ⌈v/multiplier⌉
     when the values span a moderate range (one memory read instead of a binary search),
@@ -353,10 +354,28 @@ def estimated_l1(sample_sorted: np.ndarray, multiplier: float, noise_numerator: 
     prefix = np.concatenate([[0.0], np.cumsum(x)])
     if residual_variance is not None:
         residual_prefix = np.concatenate([[0.0], np.cumsum(residual_variance, dtype=np.float64)])
-        residual_noise = np.atleast_2d(residual_noise)
     low, span = int(t[0]), int(t[-1] - t[0])
     table = multiplier > 0 and span <= 4 * d + (1 << 20)
     below = np.searchsorted(t, low + np.arange(span + 2)) if table else None
+
+    def group_l1(v, start, end, outer, width):
+        """Σ_{k∈[start, end)} |x_k − v| for every group at once (v is overwritten)."""
+        if multiplier == 0:  # all values are 0: every one lies below a positive v, none below the rest
+            p = np.where(v > 0, end, start)
+        elif below is not None:
+            m = np.ceil(v / multiplier)
+            m -= low
+            np.clip(m, 0, span + 1, out=m)
+            p = below[m.astype(np.int64)]
+        else:
+            p = np.searchsorted(x, v)
+        np.clip(p, start, end, out=p)
+        # Σ_{k<p}(v − x_k) + Σ_{k≥p}(x_k − v) over the group [start, end)
+        l1 = outer - 2.0 * prefix[p]
+        v *= 2 * p + width
+        l1 += v
+        return l1
+
     sizes = np.arange(1, d + 1, dtype=np.int64)
     per_size = d // sizes  # number of groups for each w
     cumulative = np.cumsum(per_size)
@@ -378,27 +397,18 @@ def estimated_l1(sample_sorted: np.ndarray, multiplier: float, noise_numerator: 
         width = -(start + end)
         if residual_variance is not None:
             size = end - start
-            residual_scale = np.sqrt((residual_prefix[end] - residual_prefix[start]) / size * (1.0 - 1.0 / size))
-        for k, row in enumerate(noise):
+            shift = math.sqrt(2.0 / math.pi) * np.sqrt(
+                (residual_prefix[end] - residual_prefix[start]) / size * (1.0 - 1.0 / size))
+        for row in noise:
             v = row[j]
             v *= scale
             v += average
-            if residual_variance is not None:
-                v += residual_scale * residual_noise[k, j]
-            if multiplier == 0:  # all values are 0: every one lies below a positive v, none below the rest
-                p = np.where(v > 0, end, start)
-            elif below is not None:
-                m = np.ceil(v / multiplier)
-                m -= low
-                np.clip(m, 0, span + 1, out=m)
-                p = below[m.astype(np.int64)]
+            if residual_variance is None:
+                l1 = group_l1(v, start, end, outer, width)
             else:
-                p = np.searchsorted(x, v)
-            np.clip(p, start, end, out=p)
-            # Σ_{k<p}(v − x_k) + Σ_{k≥p}(x_k − v) over the group [start, end)
-            l1 = outer - 2.0 * prefix[p]
-            v *= 2 * p + width
-            l1 += v
+                l1 = group_l1(v + shift, start, end, outer, width)
+                l1 += group_l1(v - shift, start, end, outer, width)
+                l1 *= 0.5
             total[lo:hi] += np.add.reduceat(l1, first)
     return total / noise.shape[0]
 
@@ -703,8 +713,7 @@ class GS(_SampledGrouping):
         simulation = standard_laplace(source, params["tuning_draws"], d)
         residual = {}
         if params["estimator"] != "paper" and multiplier > 0:
-            residual = {"residual_variance": calibration.residual_variance(noisy[order]),
-                        "residual_noise": standard_laplace(source, params["tuning_draws"], d) / math.sqrt(2.0)}
+            residual = {"residual_variance": calibration.residual_variance(noisy[order])}
         # c̃ = a·t_s in the release order (descending), negated to be ascending: |x − v| and the
         # symmetric noise are unchanged by the mirror, so the groups and their errors are the same
         curve = estimated_l1(-noisy[order], multiplier, numerator, -simulation, **residual)
