@@ -305,6 +305,19 @@ class Calibration:
         return self.multiplier * (self.row_length - 1.0) * np.maximum(np.asarray(noisy_sample, np.float64), 0.0)
 
 
+@dataclass
+class Tuning:
+    """GS's choice of group size (module notes, "Fine-tuning")."""
+
+    total_epsilon: float  # ε_t, 0 for the paper's estimate
+    total: int | None = None  # Ñ, the noisy total of kept items (calibrated only; never published)
+    calibration: Calibration | None = None
+    numerator: float = 0.0  # the noise on a group average of size w has scale numerator/w
+    simulation: np.ndarray | None = None  # the standard Laplace draws of the simulated releases
+    curve: np.ndarray | None = None  # estimated L1 for w = 1..d
+    w: int = 0  # w*, the size of least estimated L1
+
+
 def calibrate(noisy_sample: np.ndarray, noisy_total: float, sample_scale: float, total_scale: float,
               bound: int) -> Calibration:
     """The calibrated slope of c̃ = a·t_s, from t_s, Ñ and public scales only (module notes)."""
@@ -685,48 +698,59 @@ class GS(_SampledGrouping):
         """Ñ = Σ c + DiscreteLaplace(Δ'/ε_t): a person keeps at most Δ' items, so sensitivity Δ'."""
         return int(add_discrete_laplace(np.array([counts.sum()]), bound / total_epsilon, source)[0])
 
+    def fine_tune(self, counts: np.ndarray, noisy: np.ndarray, order: np.ndarray, epsilon: float, params: dict,
+                  source: RandomSource) -> Tuning:
+        """Everything between t_s and the release: the noisy total (calibrated), c̃'s slope and w*."""
+        d = noisy.size
+        bound = self.effective_bound(params["bound"], d)
+        tuning = Tuning(epsilon / 2 - self.averages_epsilon(epsilon, params))
+        residual = {}
+        if params["estimator"] == "paper":
+            multiplier = float(bound)  # c̃ = Δ'·t_s
+            tuning.numerator = 2.0 * bound / epsilon  # noise Lap(2Δ/(εw)) on each average
+        else:
+            tuning.total = self.noisy_total(counts, bound, tuning.total_epsilon, source)  # never published
+            tuning.calibration = calibrate(noisy, tuning.total, 2.0 / epsilon, bound / tuning.total_epsilon, bound)
+            multiplier = tuning.calibration.multiplier
+            tuning.numerator = bound / self.averages_epsilon(epsilon, params)  # noise Lap(Δ/(ε_g·w)) on each average
+            if multiplier > 0:
+                residual["residual_variance"] = tuning.calibration.residual_variance(noisy[order])
+        tuning.simulation = standard_laplace(source, params["tuning_draws"], d)
+        # c̃ = a·t_s in the release order (descending), negated to be ascending: |x − v| and the
+        # symmetric noise are unchanged by the mirror, so the groups and their errors are the same
+        tuning.curve = estimated_l1(-noisy[order], multiplier, tuning.numerator, -tuning.simulation, **residual)
+        tuning.w = int(np.argmin(tuning.curve)) + 1
+        return tuning
+
     def run(self, data, prepared, epsilon, params, source):
         d = data.n_items
         bound = self.effective_bound(params["bound"], d)
         counts, sample, noisy, info = self.noisy_sample(data, prepared, epsilon, params, source)
         order = noisy_order(noisy, source)
+        tuning = self.fine_tune(counts, noisy, order, epsilon, params, source)
+        w = tuning.w
+        scale = tuning.numerator / w
+        values, _ = release_grouped(counts, order, w, scale, source)
         budget = BudgetSplit(epsilon).add(*self.sample_step(epsilon, params, d))
-        averages_epsilon = self.averages_epsilon(epsilon, params)
-        if params["estimator"] == "paper":
-            multiplier = float(bound)  # c̃ = Δ'·t_s
-            numerator = 2.0 * bound / epsilon  # noise Lap(2Δ/(εw)) on each average
+        if tuning.calibration is None:
             noise_formula = "2Δ/(ε·w*)"
         else:
-            total_epsilon = TOTAL_SHARE * epsilon
-            total = self.noisy_total(counts, bound, total_epsilon, source)  # never published
-            calibration = calibrate(noisy, total, 2.0 / epsilon, bound / total_epsilon, bound)
-            multiplier = calibration.multiplier
-            numerator = bound / averages_epsilon  # noise Lap(Δ/(ε_g·w)) on each average
             noise_formula = "Δ/(ε_g·w*)"
-            budget.add("noisy total of kept items", total_epsilon,
+            budget.add("noisy total of kept items", tuning.total_epsilon,
                        f"the number of items kept after truncation plus noise of scale Δ/ε_t = "
-                       f"{bound / total_epsilon:.6g}; used only to choose the group size, not published")
-            info.update(kept_items=int(counts.sum()), noisy_total_kept_items=total,
+                       f"{bound / tuning.total_epsilon:.6g}; used only to choose the group size, not published")
+            info.update(kept_items=int(counts.sum()), noisy_total_kept_items=tuning.total,
                         true_mean_kept_row_length=float(counts.sum() / max(int(sample.sum()), 1)),
-                        estimated_mean_kept_row_length=calibration.row_length,
-                        estimated_signal_share=calibration.signal_share, calibrated_slope=multiplier)
-        simulation = standard_laplace(source, params["tuning_draws"], d)
-        residual = {}
-        if params["estimator"] != "paper" and multiplier > 0:
-            residual = {"residual_variance": calibration.residual_variance(noisy[order])}
-        # c̃ = a·t_s in the release order (descending), negated to be ascending: |x − v| and the
-        # symmetric noise are unchanged by the mirror, so the groups and their errors are the same
-        curve = estimated_l1(-noisy[order], multiplier, numerator, -simulation, **residual)
-        w = int(np.argmin(curve)) + 1
-        scale = numerator / w
-        values, _ = release_grouped(counts, order, w, scale, source)
-        budget.add("noisy group averages", averages_epsilon,
+                        estimated_mean_kept_row_length=tuning.calibration.row_length,
+                        estimated_signal_share=tuning.calibration.signal_share,
+                        calibrated_slope=tuning.calibration.multiplier)
+        budget.add("noisy group averages", self.averages_epsilon(epsilon, params),
                    f"groups of w* = {w} items in the order of t_s; noise of scale {noise_formula} = {scale:.6g} "
                    "on each average")
         diagnostics = {}
         if params["diagnostics"]:
-            diagnostics = self.tuning_diagnostics(curve, w, params["bound"], counts[order], numerator, simulation,
-                                                  info)
+            diagnostics = self.tuning_diagnostics(tuning.curve, w, params["bound"], counts[order], tuning.numerator,
+                                                  tuning.simulation, info)
             diagnostics["ordering"] = ordering_diagnostic(noisy, counts, order, w)
             info["smoothing_l1"] = smoothing_l1(counts, order, w)
         release = self.finish(data, epsilon, params, budget, source, values, prepared, diagnostics=diagnostics,
