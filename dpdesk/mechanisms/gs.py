@@ -127,7 +127,9 @@ the group's range [s, e) and p the first position with c̃_p ≥ v, clipped to t
 p comes from one binary search — or, since t_s is a whole number, from a table of
 "how many values lie below m" for every m in t_s's range, one memory read per group.
 All d sizes together have Σ_w ⌊d/w⌋ ≈ d·ln d groups, evaluated in batches of about 2²⁰
-groups per numpy call (benchmarks/bench_gs.py: d = 10⁶ in under 2 s).
+groups per numpy call; the calibrated estimate's residual term (step 5) evaluates every
+group twice (benchmarks/bench_gs.py, d = 10⁶: 1.3 s with the paper's estimate, 1.8 s
+calibrated, against a 10 s target).
 """
 
 from __future__ import annotations
@@ -681,8 +683,8 @@ class GS(_SampledGrouping):
               reference="GS §3.3, Fig. 6 line 4", advanced=True),
         Param("tuning_draws", "int", 1, label="Simulated releases per group size",
               help="The group size is chosen by simulating the release on the noisy sample. Averaging several "
-                   "simulations steadies the choice; it costs no privacy (it only uses the noisy sample) but "
-                   "takes longer.", minimum=1, maximum=100, reference="GS §3.3, Fig. 6 lines 5–11",
+                   "simulations steadies the choice; it costs no privacy (it only uses privacy-protected values) "
+                   "but takes longer.", minimum=1, maximum=100, reference="GS §3.3, Fig. 6 lines 5–11",
               advanced=True),
         DIAGNOSTICS,
         CLAMP,
