@@ -199,8 +199,8 @@ def fig8_curves(bound: int = 267, epsilon: float = math.log(2), seed: int = 1) -
         curves[estimator] = release.diagnostics["real_l1"].data
         print(f"  {estimator}: w* = {release.report['chosen_group_size']}, truly best on the grid "
               f"{curves[estimator]['best_group_size_on_grid']}, MAE {np.abs(release.values - truth).mean():.1f}")
-    print(f"  {'w':>4}  {'calibrated: true':>16} {'estimated':>10} {'ratio':>6}   {'paper: true':>11} {'estimated':>11} "
-          f"{'ratio':>6}")
+    print(f"  {'w':>4}  {'calibrated: true':>16} {'estimated':>10} {'ratio':>6}   {'paper: true':>11} "
+          f"{'estimated':>11} {'ratio':>6}")
     calibrated, paper = curves["calibrated"], curves["paper"]
     for k, w in enumerate(calibrated["group_size"]):
         j = int(np.searchsorted(paper["group_size"], w))

@@ -451,8 +451,8 @@ def total_sampler(mechanism, epsilon, **params):
         values = mechanism.validate(data, epsilon, params)
         prepared = prepare(data, mechanism, epsilon, values)
         source = SeededRandom(generator)
-        return np.array([float(mechanism.run(data, prepared, epsilon, values, source).internal["noisy_total_kept_items"])
-                         for _ in range(n)])
+        runs = (mechanism.run(data, prepared, epsilon, values, source) for _ in range(n))
+        return np.array([float(release.internal["noisy_total_kept_items"]) for release in runs])
 
     return sample
 
