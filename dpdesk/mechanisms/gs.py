@@ -30,7 +30,11 @@ not depend on the data except through already-private values (GS Theorems 3–6)
 
 * GS-R: random order (independent of the data), w = Δ', b = 1/ε: ε-DP.
 * GS-S: order from a noisy sample t_s (ε/2, below), w = Δ', b = 2/ε: ε/2 + ε/2 = ε.
-* GS: order from t_s, w = w* chosen from t_s only, b = 2Δ'/(ε·w*): ε/2 + ε/2 = ε.
+* GS, ``estimator = paper``: order from t_s, w = w* chosen from t_s only,
+  b = 2Δ'/(ε·w*): ε/2 + ε/2 = ε.
+* GS, ``estimator = calibrated`` (default): order from t_s, a noisy total Ñ of the kept
+  items (ε_t = 5% of ε, below), w* chosen from t_s and Ñ only, b = Δ'/(ε_g·w*) with
+  ε_g = ε/2 − ε_t: ε/2 + ε_t + ε_g = ε. Three steps in the budget table.
 
 The noisy sample t_s (GS §3.2, module M_s)
 -----------------------------------------
@@ -52,17 +56,70 @@ Truncation and sampling compose: both are done row by row with independent rando
 so removing a person removes their truncated row and their sampled item together, and
 the neighbouring truncated datasets are still neighbours (each row has ≤ Δ' items).
 
-Fine-tuning (GS §3.3, Fig. 6) — post-processing of t_s
-------------------------------------------------------
-With c̃ = Δ'·t_s as an estimate of c, for every w = 1..d the mechanism simulates the
-release: groups g_w in the order of t_s, averages of c̃ plus simulated noise
-Lap(2Δ'/(εw)), and the estimated error L1(c̃, t̃_w). It releases with the w* of least
-estimated error. This reads nothing but t_s and fresh randomness, so it costs no budget;
-the simulated noise may be floating-point (drawn from the release's random source)
-because it is never published. ``tuning_draws`` averages several simulations to steady
-the choice. The same standard Laplace draws serve every w (common random numbers):
-each w's simulation keeps its exact distribution, and comparisons between sizes are
-less noisy.
+Fine-tuning (GS §3.3, Fig. 6) — post-processing of private values
+-----------------------------------------------------------------
+With an estimate c̃ of c, for every w = 1..d the mechanism simulates the release: groups
+g_w in the order of t_s, averages of c̃ plus simulated noise Lap(Δ'/(ε_g·w)), and the
+estimated error L1(c̃, t̃_w). It releases with the w* of least estimated error. This reads
+nothing but private values (t_s, and Ñ for the calibrated estimate) and fresh randomness,
+so it costs no further budget; the simulated noise may be floating-point (drawn from the
+release's random source) because it is never published. ``tuning_draws`` averages
+several simulations. The same standard Laplace draws serve every w (common random
+numbers): each w's simulation keeps its exact distribution, and comparisons between sizes
+are less noisy. Only the slope of c̃ = a·t_s + const matters: a constant moves the values
+and their group averages alike and changes no error.
+
+The paper's estimate, c̃ = Δ'·t_s (``estimator = paper``, GS Fig. 6 line 4). With column
+sampling every non-empty row adds exactly one item to c_s, so E c_s,i = Σ_{rows ∋ i} 1/ℓ
+(ℓ the row's kept length) ≈ c_i/r, where r = N/n is the mean kept row length (N kept
+items, n non-empty rows). Δ'·t_s overstates every count by Δ'/r — ×50 where a generous
+Δ is 50 typical rows — so the simulated smoothing error dwarfs the simulated noise and w*
+collapses towards 1 (issue 15: on BMS-WebView-1 at ε = ln 2, Δ = 267, MAE 697 against
+288 for GS-S). Averaging more simulations does not help: the estimate is biased, not noisy.
+
+The calibrated estimate (``estimator = calibrated``, the default), c̃ = a·t_s with
+
+1. Ñ = N + DiscreteLaplace(Δ'/ε_t), ε_t = ``TOTAL_SHARE``·ε, taken from the averages'
+   half. Adding or removing a person changes N by their kept items, min(ℓ, Δ) ≤ Δ':
+   sensitivity Δ', so this step is ε_t-DP. Ñ is used here only and never published.
+2. r̂ = Ñ_low/n_high clipped to [1, Δ']: Ñ_low = Ñ − σ_N and n_high = Σt_s + σ_n, one
+   standard deviation of their noise towards fewer items per row (σ_N² = Var DL(Δ'/ε_t);
+   Σ c_s = n exactly, so Σ t_s is n plus d independent DL(2/ε) noises, σ_n² = d·Var DL(2/ε)).
+   Erring low on purpose: a slope too steep makes the tuning pick small groups whose noise
+   (∝ Δ'/w) can exceed any smoothing error many times over, one too flat costs at most
+   smoothing error, which the counts' spread bounds.
+3. Shrinkage. t_s,i = s_i + z_i with s_i = E c_s,i ≈ c_i/r and z_i the noise: DL(2/ε)
+   (variance σ²) plus the sampling variation of c_s,i (variance Σ_{rows ∋ i} (1/ℓ)(1 − 1/ℓ)
+   ≈ (1 − 1/r)·s_i). Grouping r·t_s would count the noise's spread as the counts' own; the
+   best linear predictor of c from t_s instead has slope Cov(c, t)/Var t = r·λ with
+   λ = 1 − E Var z/Var t, the share of t_s's variance across items that is signal. λ̂ uses
+   the variance of t_s over the items, E Var z ≈ σ² + (1 − 1/r̂)·mean(t_s), and counts as
+   signal only what exceeds the noise by two standard errors of a variance estimated from d
+   values (relative standard error √((κ − 1)/d), κ = 6 for Laplace tails): pure noise gives
+   λ̂ = 0. On noisy samples (few people per item, small ε) c̃ flattens and the tuning
+   chooses large groups instead of collapsing to small ones.
+4. A cap from the total: whatever the grouping, the counts' spread Σ|c_i − c̄| is at most
+   2N, so a = min(r̂·λ̂, 2·Ñ_low/Σ|t_s,i − mean t_s|). a = 0 (no evidence of any spread)
+   gives w* = d, one group.
+5. The spread c̃ cannot see. Items next to each other in the order of t_s differ in
+   their true counts by more than their t_s do, because c_s,i varies with the sample. In
+   the model of step 3 that part of s_i has posterior variance λ·(1 − 1/r)·s_i, in counts
+   r·a·(1 − 1/r)·s_i = a·(r − 1)·s_i. Around its group's mean an item's residual then has
+   variance τ_g² ≈ (the group's mean of a·(r̂ − 1)·t_s)·(1 − 1/|g|), and its expected error
+   E|y + ξ| (y its simulated error without it) is at least E|ξ| = √(2/π)·τ_g for Gaussian ξ.
+   The simulation counts max(|y|, √(2/π)·τ_g), which is the mean of |y ± √(2/π)·τ_g|: two
+   evaluations of the prefix-sum formula, no extra randomness (one random draw per group
+   made the choice of w erratic where few large groups carry it), and nothing at w = 1.
+   Without it c̃, sorted, looks smoother than the counts in that order and the tuning
+   prefers groups too large where the sample is precise (chess at ε = 2: w* = 3, MAE 0.15×
+   GS-S's, against w* = 1, 0.08×). The DL(2/ε) part of z is left out: where it dominates,
+   the counts are small and alike (the noise-only tail) and the shrinkage has removed it.
+
+The cost: the averages get ε/2 − ε_t instead of ε/2, noise ×1.11 at a fixed w. On
+BMS-WebView-1-shaped data (``tests/mechanisms/gs_utility.py``) at ε = ln 2 and Δ = 267
+the estimated L1 curve is within 13% of the true one at every w and both are least at the
+same w; the paper's is 8–110× too high and chooses w* = 1 (benchmarks/bench_gs.py
+--utility prints both curves and the whole comparison).
 
 Speed: c̃ is sorted in the order of t_s and every group is a contiguous run of it, so a
 group's term Σ_{k∈g}|c̃_k − v| is v·(2p − s − e) + P[s] + P[e] − 2P[p] with prefix sums P,
@@ -70,7 +127,9 @@ the group's range [s, e) and p the first position with c̃_p ≥ v, clipped to t
 p comes from one binary search — or, since t_s is a whole number, from a table of
 "how many values lie below m" for every m in t_s's range, one memory read per group.
 All d sizes together have Σ_w ⌊d/w⌋ ≈ d·ln d groups, evaluated in batches of about 2²⁰
-groups per numpy call (benchmarks/bench_gs.py: d = 10⁶ in under 2 s).
+groups per numpy call; the calibrated estimate's residual term (step 5) evaluates every
+group twice (benchmarks/bench_gs.py, d = 10⁶: 1.3 s with the paper's estimate, 1.8 s
+calibrated, against a 10 s target).
 """
 
 from __future__ import annotations
@@ -96,6 +155,8 @@ BATCH_GROUPS = 1 << 20  # groups evaluated per numpy call in the fine-tuning
 PLOT_POINTS = 2000  # the most points a curve hands to the GUI
 REAL_CURVE_POINTS = 30  # group sizes at which the internal true-error curve is evaluated
 ORDER_BINS = 500  # bins of the ordering-quality plot
+ESTIMATORS = ("calibrated", "paper")  # how the fine-tuning estimates the counts from t_s
+TOTAL_SHARE = 0.05  # share of ε the calibrated estimator spends on the noisy total of kept items
 
 
 # --- groups -------------------------------------------------------------------------------
@@ -226,6 +287,60 @@ def safe_rate(rate: float) -> float:
 
 # --- fine-tuning ---------------------------------------------------------------------------
 
+def discrete_laplace_variance(scale: float) -> float:
+    """Var X = 2α/(1 − α)² for discrete Laplace with α = e^{−1/scale}."""
+    alpha = math.exp(-1.0 / scale)
+    return 2 * alpha / (1 - alpha) ** 2
+
+
+@dataclass
+class Calibration:
+    """The calibrated slope a of c̃ = a·t_s (+ a constant) and the estimates it comes from."""
+
+    multiplier: float  # a = min(r̂·λ̂, cap)
+    row_length: float  # r̂, a low estimate of the mean kept row length N/n
+    signal_share: float  # λ̂, the share of t_s's variance across items that is not noise
+    spread_cap: float  # 2·Ñ_low / Σ|t_s − mean t_s|: the steepest slope the total allows
+
+    def residual_variance(self, noisy_sample: np.ndarray) -> np.ndarray:
+        """a·(r̂ − 1)·t_s per item: the variance of its count around c̃ that column sampling hides (step 5)."""
+        return self.multiplier * (self.row_length - 1.0) * np.maximum(np.asarray(noisy_sample, np.float64), 0.0)
+
+
+@dataclass
+class Tuning:
+    """GS's choice of group size (module notes, "Fine-tuning")."""
+
+    total_epsilon: float  # ε_t, 0 for the paper's estimate
+    total: int | None = None  # Ñ, the noisy total of kept items (calibrated only; never published)
+    calibration: Calibration | None = None
+    numerator: float = 0.0  # the noise on a group average of size w has scale numerator/w
+    simulation: np.ndarray | None = None  # the standard Laplace draws of the simulated releases
+    curve: np.ndarray | None = None  # estimated L1 for w = 1..d
+    w: int = 0  # w*, the size of least estimated L1
+
+
+def calibrate(noisy_sample: np.ndarray, noisy_total: float, sample_scale: float, total_scale: float,
+              bound: int) -> Calibration:
+    """The calibrated slope of c̃ = a·t_s, from t_s, Ñ and public scales only (module notes)."""
+    t = np.asarray(noisy_sample, dtype=np.float64)
+    d = t.size
+    sample_noise = discrete_laplace_variance(sample_scale)
+    # one standard deviation towards fewer items per row: a slope too steep costs far more than one too flat
+    total = max(float(noisy_total) - math.sqrt(discrete_laplace_variance(total_scale)), 0.0)
+    rows = float(t.sum()) + math.sqrt(d * sample_noise)  # Σ c_s = n exactly: only the noise blurs it
+    row_length = min(max(total / rows, 1.0), float(bound)) if rows > 0 else 1.0
+    noise = sample_noise + (1.0 - 1.0 / row_length) * max(float(t.mean()), 0.0)
+    variance = float(t.var())
+    # signal: what t_s's variance exceeds the noise's by, beyond two standard errors of a variance
+    # estimate from d values (relative standard error √((kurtosis − 1)/d), kurtosis 6 for Laplace)
+    excess = noise * (1.0 + 2.0 * math.sqrt(5.0 / d))
+    signal_share = min(max(1.0 - excess / variance, 0.0), 1.0) if variance > 0 else 0.0
+    deviation = float(np.abs(t - t.mean()).sum())
+    spread_cap = 2.0 * total / deviation if deviation > 0 else math.inf
+    return Calibration(min(row_length * signal_share, spread_cap), row_length, signal_share, spread_cap)
+
+
 def standard_laplace(source: RandomSource, draws: int, size: int) -> np.ndarray:
     """Floating-point Laplace(1) draws (for simulations only; never published)."""
     u = source.uniform01(draws * size).reshape(draws, size) - 0.5
@@ -233,24 +348,49 @@ def standard_laplace(source: RandomSource, draws: int, size: int) -> np.ndarray:
 
 
 def estimated_l1(sample_sorted: np.ndarray, multiplier: float, noise_numerator: float,
-                 noise: np.ndarray) -> np.ndarray:
+                 noise: np.ndarray, residual_variance: np.ndarray | None = None) -> np.ndarray:
     """Mean over draws of L1(c̃, t̃_w) for every group size w = 1..d (``out[w − 1]``).
 
     ``sample_sorted`` holds whole numbers in ascending order and c̃ = ``multiplier`` ·
-    ``sample_sorted`` (``multiplier`` > 0); group j of size w gets simulated noise
+    ``sample_sorted`` (``multiplier`` ≥ 0); group j of size w gets simulated noise
     ``noise_numerator / w · noise[:, j]`` on its average (``noise`` has shape (draws, d)).
+    With ``residual_variance`` (per item, same order) each item's error |c̃_k − v| becomes
+    max(|c̃_k − v|, κ·τ_g), the mean of |c̃_k − v ∓ κ·τ_g|: τ_g² is the group's mean residual
+    variance × (1 − 1/|g|) and κ = √(2/π) (module notes, step 5).
     Prefix sums and, per group, the number of values below the noisy average, clipped to
     the group (module notes). That number comes from a table indexed by ⌈v/multiplier⌉
     when the values span a moderate range (one memory read instead of a binary search),
-    else from a binary search.
+    else from a binary search; with ``multiplier`` = 0 every value is 0 and needs neither.
     """
     t = np.asarray(sample_sorted, dtype=np.int64)
     d = t.size
     noise = np.atleast_2d(noise)
     x = multiplier * t.astype(np.float64)
-    prefix = np.concatenate([[0.0], np.cumsum(x)])  # whole numbers, exact below 2^53
+    prefix = np.concatenate([[0.0], np.cumsum(x)])
+    if residual_variance is not None:
+        residual_prefix = np.concatenate([[0.0], np.cumsum(residual_variance, dtype=np.float64)])
     low, span = int(t[0]), int(t[-1] - t[0])
-    below = np.searchsorted(t, low + np.arange(span + 2)) if span <= 4 * d + (1 << 20) else None
+    table = multiplier > 0 and span <= 4 * d + (1 << 20)
+    below = np.searchsorted(t, low + np.arange(span + 2)) if table else None
+
+    def group_l1(v, start, end, outer, width):
+        """Σ_{k∈[start, end)} |x_k − v| for every group at once (v is overwritten)."""
+        if multiplier == 0:  # all values are 0: every one lies below a positive v, none below the rest
+            p = np.where(v > 0, end, start)
+        elif below is not None:
+            m = np.ceil(v / multiplier)
+            m -= low
+            np.clip(m, 0, span + 1, out=m)
+            p = below[m.astype(np.int64)]
+        else:
+            p = np.searchsorted(x, v)
+        np.clip(p, start, end, out=p)
+        # Σ_{k<p}(v − x_k) + Σ_{k≥p}(x_k − v) over the group [start, end)
+        l1 = outer - 2.0 * prefix[p]
+        v *= 2 * p + width
+        l1 += v
+        return l1
+
     sizes = np.arange(1, d + 1, dtype=np.int64)
     per_size = d // sizes  # number of groups for each w
     cumulative = np.cumsum(per_size)
@@ -270,22 +410,20 @@ def estimated_l1(sample_sorted: np.ndarray, multiplier: float, noise_numerator: 
         scale = noise_numerator / w_of
         outer = p_start + p_end
         width = -(start + end)
+        if residual_variance is not None:
+            size = end - start
+            shift = math.sqrt(2.0 / math.pi) * np.sqrt(
+                (residual_prefix[end] - residual_prefix[start]) / size * (1.0 - 1.0 / size))
         for row in noise:
             v = row[j]
             v *= scale
             v += average
-            if below is not None:
-                m = np.ceil(v / multiplier)
-                m -= low
-                np.clip(m, 0, span + 1, out=m)
-                p = below[m.astype(np.int64)]
+            if residual_variance is None:
+                l1 = group_l1(v, start, end, outer, width)
             else:
-                p = np.searchsorted(x, v)
-            np.clip(p, start, end, out=p)
-            # Σ_{k<p}(v − x_k) + Σ_{k≥p}(x_k − v) over the group [start, end)
-            l1 = outer - 2.0 * prefix[p]
-            v *= 2 * p + width
-            l1 += v
+                l1 = group_l1(v + shift, start, end, outer, width)
+                l1 += group_l1(v - shift, start, end, outer, width)
+                l1 *= 0.5
             total[lo:hi] += np.add.reduceat(l1, first)
     return total / noise.shape[0]
 
@@ -530,47 +668,98 @@ class GS(_SampledGrouping):
     name = "GS — grouping and smoothing with tuned group size"
     reference = "GS §3.3, Fig. 6, Theorem 6"
     summary = ("Like GS-S with one random item per person, but tries every group size on the noisy sample "
-               "(no extra privacy cost) and uses the one with the least estimated error.")
+               f"(scaled by a noisy total of the kept items, {TOTAL_SHARE:.0%} of ε) and uses the one with the least "
+               "estimated error.")
     order = 23
     fixed_group_size = False
     params = (
         BOUND,
+        Param("estimator", "choice", "calibrated", label="Estimate used to choose the group size",
+              choices=ESTIMATORS,
+              help="calibrated: scales the noisy sample by an estimate of the typical number of items per person "
+                   f"(a noisy total of the kept items, {TOTAL_SHARE:.0%} of ε) and discounts its noise; reliable "
+                   "when Δ is generous or the sample is noisy. paper: scales the sample by Δ, as in the paper (GS "
+                   "§3.3), which overstates counts when people hold far fewer than Δ items; spends nothing extra.",
+              reference="GS §3.3, Fig. 6 line 4", advanced=True),
         Param("tuning_draws", "int", 1, label="Simulated releases per group size",
               help="The group size is chosen by simulating the release on the noisy sample. Averaging several "
-                   "simulations steadies the choice; it costs no privacy (it only uses the noisy sample) but "
-                   "takes longer.", minimum=1, maximum=100, reference="GS §3.3, Fig. 6 lines 5–11",
+                   "simulations steadies the choice; it costs no privacy (it only uses privacy-protected values) "
+                   "but takes longer.", minimum=1, maximum=100, reference="GS §3.3, Fig. 6 lines 5–11",
               advanced=True),
         DIAGNOSTICS,
         CLAMP,
     )
+
+    @staticmethod
+    def averages_epsilon(epsilon: float, params: dict) -> float:
+        """ε_g, the budget of the noisy group averages: ε/2, less the total's share when calibrated."""
+        return epsilon / 2 if params["estimator"] == "paper" else epsilon / 2 - TOTAL_SHARE * epsilon
+
+    @staticmethod
+    def noisy_total(counts: np.ndarray, bound: int, total_epsilon: float, source: RandomSource) -> int:
+        """Ñ = Σ c + DiscreteLaplace(Δ'/ε_t): a person keeps at most Δ' items, so sensitivity Δ'."""
+        return int(add_discrete_laplace(np.array([counts.sum()]), bound / total_epsilon, source)[0])
+
+    def fine_tune(self, counts: np.ndarray, noisy: np.ndarray, order: np.ndarray, epsilon: float, params: dict,
+                  source: RandomSource) -> Tuning:
+        """Everything between t_s and the release: the noisy total (calibrated), c̃'s slope and w*."""
+        d = noisy.size
+        bound = self.effective_bound(params["bound"], d)
+        tuning = Tuning(epsilon / 2 - self.averages_epsilon(epsilon, params))
+        residual = {}
+        if params["estimator"] == "paper":
+            multiplier = float(bound)  # c̃ = Δ'·t_s
+            tuning.numerator = 2.0 * bound / epsilon  # noise Lap(2Δ/(εw)) on each average
+        else:
+            tuning.total = self.noisy_total(counts, bound, tuning.total_epsilon, source)  # never published
+            tuning.calibration = calibrate(noisy, tuning.total, 2.0 / epsilon, bound / tuning.total_epsilon, bound)
+            multiplier = tuning.calibration.multiplier
+            tuning.numerator = bound / self.averages_epsilon(epsilon, params)  # noise Lap(Δ/(ε_g·w)) on each average
+            if multiplier > 0:
+                residual["residual_variance"] = tuning.calibration.residual_variance(noisy[order])
+        tuning.simulation = standard_laplace(source, params["tuning_draws"], d)
+        # c̃ = a·t_s in the release order (descending), negated to be ascending: |x − v| and the
+        # symmetric noise are unchanged by the mirror, so the groups and their errors are the same
+        tuning.curve = estimated_l1(-noisy[order], multiplier, tuning.numerator, -tuning.simulation, **residual)
+        tuning.w = int(np.argmin(tuning.curve)) + 1
+        return tuning
 
     def run(self, data, prepared, epsilon, params, source):
         d = data.n_items
         bound = self.effective_bound(params["bound"], d)
         counts, sample, noisy, info = self.noisy_sample(data, prepared, epsilon, params, source)
         order = noisy_order(noisy, source)
-        numerator = 2.0 * bound / epsilon  # simulated noise Lap(2Δ/(εw)) on each average
-        simulation = standard_laplace(source, params["tuning_draws"], d)
-        # c̃ = Δ·t_s in the release order (descending), negated to be ascending: |x − v| and the
-        # symmetric noise are unchanged by the mirror, so the groups and their errors are the same
-        curve = estimated_l1(-noisy[order], bound, numerator, -simulation)
-        w = int(np.argmin(curve)) + 1
-        scale = numerator / w
+        tuning = self.fine_tune(counts, noisy, order, epsilon, params, source)
+        w = tuning.w
+        scale = tuning.numerator / w
         values, _ = release_grouped(counts, order, w, scale, source)
-        budget = BudgetSplit(epsilon).add(*self.sample_step(epsilon, params, d)).add(
-            "noisy group averages", epsilon / 2,
-            f"groups of w* = {w} items in the order of t_s; noise of scale 2Δ/(ε·w*) = {scale:.6g} on each average")
+        budget = BudgetSplit(epsilon).add(*self.sample_step(epsilon, params, d))
+        if tuning.calibration is None:
+            noise_formula = "2Δ/(ε·w*)"
+        else:
+            noise_formula = "Δ/(ε_g·w*)"
+            budget.add("noisy total of kept items", tuning.total_epsilon,
+                       f"the number of items kept after truncation plus noise of scale Δ/ε_t = "
+                       f"{bound / tuning.total_epsilon:.6g}; used only to choose the group size, not published")
+            info.update(kept_items=int(counts.sum()), noisy_total_kept_items=tuning.total,
+                        true_mean_kept_row_length=float(counts.sum() / max(int(sample.sum()), 1)),
+                        estimated_mean_kept_row_length=tuning.calibration.row_length,
+                        estimated_signal_share=tuning.calibration.signal_share,
+                        calibrated_slope=tuning.calibration.multiplier)
+        budget.add("noisy group averages", self.averages_epsilon(epsilon, params),
+                   f"groups of w* = {w} items in the order of t_s; noise of scale {noise_formula} = {scale:.6g} "
+                   "on each average")
         diagnostics = {}
         if params["diagnostics"]:
-            diagnostics = self.tuning_diagnostics(curve, w, params["bound"], counts[order], numerator, simulation,
-                                                  info)
+            diagnostics = self.tuning_diagnostics(tuning.curve, w, params["bound"], counts[order], tuning.numerator,
+                                                  tuning.simulation, info)
             diagnostics["ordering"] = ordering_diagnostic(noisy, counts, order, w)
             info["smoothing_l1"] = smoothing_l1(counts, order, w)
         release = self.finish(data, epsilon, params, budget, source, values, prepared, diagnostics=diagnostics,
                               internal=info)
-        # w* is a function of the private sample only (post-processing): it may be published
+        # w* is a function of private values only (t_s, Ñ and fresh randomness): it may be published
         release.report["chosen_group_size"] = w
-        release.report["expected_error"] = _average_noise_error(scale, f"2Δ/(ε·w*) with w* = {w}")
+        release.report["expected_error"] = _average_noise_error(scale, f"{noise_formula} with w* = {w}")
         return release
 
     @staticmethod
@@ -582,8 +771,9 @@ class GS(_SampledGrouping):
             title="Estimated error for each group size",
             caption=("Before publishing, GS tried every group size on its noisy sample and estimated the total "
                      f"error of each. It chose {w} items per group, where the estimate is lowest. Small groups "
-                     "need more noise; large groups blur different counts together. The estimate uses only the "
-                     "private sample, so this plot may be shown."),
+                     "need more noise; large groups blur different counts together. The estimate uses only "
+                     "privacy-protected values (the noisy sample and, by default, a noisy total), so this plot may "
+                     "be shown."),
             data={"group_size": shown, "estimated_l1": curve[shown - 1], "chosen_group_size": w,
                   "declared_bound": int(declared)},
             internal=False, x="items per group (w)", y="estimated total error (L1)")
@@ -606,14 +796,20 @@ class GS(_SampledGrouping):
     def expected_error(self, epsilon, params, facts):
         d = facts.get("number of items (d)") or 0
         bound = self.effective_bound(params["bound"], d) if d else params["bound"]
-        low = 2.0 * bound / (epsilon * d) if d else None
-        text = (f"The noise on each published group average has scale 2Δ/(ε·w), where w is the group size GS "
-                f"chooses: {2 * bound / epsilon:,.3g} for w = 1"
+        averages = self.averages_epsilon(epsilon, params)
+        formula = "2Δ/(ε·w)" if params["estimator"] == "paper" else f"Δ/(ε_g·w) with ε_g = {averages:.4g}"
+        low = bound / (averages * d) if d else None
+        text = (f"The noise on each published group average has scale {formula}, where w is the group size GS "
+                f"chooses: {bound / averages:,.3g} for w = 1"
                 + (f", down to {low:,.3g} for one group of all items" if low else "")
                 + ". On top of it, each item is off by the distance between its true count and its group's "
                   "average (the smoothing error), which depends on the data.")
         return {"text": text}
 
     def report_notes(self, params):
-        return super().report_notes(params) + (
-            "The group size was chosen by simulating the release on the noisy sample only: no extra privacy cost.",)
+        if params["estimator"] == "paper":
+            how = "on the noisy sample only: no extra privacy cost."
+        else:
+            how = ("on the noisy sample, scaled by a noisy total of the kept items (its share of ε is in the budget "
+                   "table; the total itself is not published).")
+        return super().report_notes(params) + ("The group size was chosen by simulating the release " + how,)
