@@ -315,8 +315,22 @@ def cmd_gui(args) -> int:
     return run_app(args.file, sample=args.sample)
 
 
+def cmd_sample(args) -> int:
+    from .paths import copy_sample
+
+    for path in copy_sample(Path(args.dir).absolute(), force=args.force):
+        print(path)
+    return 0
+
+
+DESCRIPTION = """Publish differentially private counts of a sensitive dataset.
+Without a command, dpdesk opens the desktop application. To try it, `dpdesk sample` copies
+the bundled sample dataset (Groceries market baskets: 9,835 baskets, 169 products) into the
+current folder."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="dpdesk", description="Publish differentially private counts of a sensitive dataset.")
+    parser = _Parser(prog="dpdesk", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"dpdesk {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
@@ -324,6 +338,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", nargs="?", help="a data file or a .dpdesk project to open")
     p.add_argument("--sample", action="store_true", help="open the bundled sample dataset")
     p.set_defaults(func=cmd_gui)
+
+    p = sub.add_parser("sample", help="copy the bundled sample dataset (groceries.csv.gz) into a folder")
+    p.add_argument("dir", nargs="?", default=".", help="the folder to copy it into (default: the current folder)")
+    p.add_argument("--force", action="store_true", help="overwrite a file of the same name")
+    p.set_defaults(func=cmd_sample)
 
     p = sub.add_parser("inspect", help="read a data file and print its (internal) figures")
     p.add_argument("file")
