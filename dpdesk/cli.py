@@ -428,6 +428,28 @@ def main(argv: list[str] | None = None) -> int:
     except MemoryError:
         print("dpdesk: error: not enough memory for this dataset", file=sys.stderr)
         return 1
+    except (ImportError, OSError) as error:
+        message = missing_library_message(error)
+        if message is None:
+            raise
+        print(f"dpdesk: error: {message}", file=sys.stderr)
+        return 1
+
+
+def missing_library_message(error: BaseException) -> str | None:
+    """One line for a shared library the machine lacks (Qt loading libGL.so.1, say), else None."""
+    text = str(error)
+    if "cannot open shared object file" not in text and "GLIBC" not in text:
+        return None
+    from .hostlibs import package_for
+
+    library = text.split(":")[0].strip()
+    package = package_for(library)
+    if "GLIBC" in text:
+        return f"this machine's C library is too old for a part of dpdesk ({text.strip()})."
+    if package:
+        return f"the system library {library} is missing; install the Debian package {package} (as root: apt-get install {package})."
+    return f"the system library {library} is missing ({text.strip()})."
 
 
 if __name__ == "__main__":  # pragma: no cover

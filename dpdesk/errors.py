@@ -73,6 +73,12 @@ class LedgerError(DpdeskError):
     title = "Budget ledger problem"
 
 
+class SystemLibraryError(DpdeskError):
+    """A system library (OpenGL, fonts, X11) that Qt loads is missing from the machine."""
+
+    title = "Missing system library"
+
+
 class Cancelled(DpdeskError):
     """Long work was stopped by the user."""
 
