@@ -37,19 +37,28 @@ echo "Building the dpdesk wheel from $root"
 build_dpdesk_wheel "$root" "$out" "$python"
 wheel="$(ls "$out"/dpdesk-*.whl)"
 
-# each Python's set in its own folder first: requirements.txt must know which wheel is whose
+# each Python's set in its own folder first; the newer Pythons get the versions resolved for
+# the oldest, so every package has one version (requirements.txt then needs no markers, and a
+# version without wheels for a newer Python stops the build here)
+constraints="$out/.by-python/constraints.txt"
 for version in "${TARGET_PYTHONS[@]}"; do
   echo "Collecting the dependencies for CPython $version, manylinux x86-64 (glibc <= 2.$GLIBC_MINOR_MAX)"
   mkdir -p "$out/.by-python/$version"
+  constrain=()
+  [ -f "$constraints" ] && constrain=(--constraint "$constraints")
   "$python" -m pip download --disable-pip-version-check --progress-bar off \
-    --only-binary=:all: --implementation cp --python-version "$version" "${platforms[@]}" \
+    --only-binary=:all: --implementation cp --python-version "$version" "${platforms[@]}" "${constrain[@]}" \
     --dest "$out/.by-python/$version" "$wheel" | { grep -E '^(Saved|Successfully|ERROR)' || true; }
+  [ -n "$(ls "$out/.by-python/$version")" ] || { echo "build-wheelhouse: no wheels for CPython $version" >&2; exit 1; }
+  if [ ! -f "$constraints" ]; then
+    for file in "$out/.by-python/$version"/*.whl; do
+      basename "$file" | awk -F- '{print $1 "==" $2}'
+    done > "$constraints"
+  fi
 done
 
 # exact versions with hashes: install-offline.sh installs exactly these files and pip
-# refuses any that changed on the way (a damaged copy is caught before anything runs). A
-# package resolved to different versions for different Pythons gets a line per version,
-# each with its python_version marker.
+# refuses any that changed on the way (a damaged copy is caught before anything runs)
 glibc="$("$python" - "$out" "${TARGET_PYTHONS[@]}" <<'PY'
 import hashlib, pathlib, re, shutil, sys
 out, versions = pathlib.Path(sys.argv[1]), sys.argv[2:]
@@ -71,11 +80,8 @@ for (name, version), by_python in sorted(found.items()):
         if not target.exists():
             shutil.copyfile(wheel, target)
         digests.append(hashlib.sha256(target.read_bytes()).hexdigest())
-    marker = ""
-    if len([v for (n, v) in found if n == name]) > 1:
-        marker = " ; " + " or ".join(f'python_version == "{p}"' for p in sorted(by_python))
     hashes = " ".join(f"--hash=sha256:{d}" for d in sorted(set(digests)))
-    lines.append(f"{name}=={version}{marker} {hashes}")
+    lines.append(f"{name}=={version} {hashes}")
 (out / "requirements.txt").write_text("\n".join(lines) + "\n")
 shutil.rmtree(out / ".by-python")
 # the oldest glibc all wheels accept: the newest of each wheel's oldest manylinux tag

@@ -57,7 +57,8 @@ debian_version() {
 make_chroot() {
   local suite="$1" name="$2"; shift 2
   local root="$DPDESK_CACHE/chroots/$name" base="$DPDESK_CACHE/chroots/$suite-minbase"
-  if [ -f "$root/.dpdesk-ready" ]; then echo "$root"; return 0; fi
+  local wanted="$*"
+  if [ -f "$root/.dpdesk-ready" ] && [ "$(cat "$root/.dpdesk-ready")" = "$wanted" ]; then echo "$root"; return 0; fi
   command -v debootstrap >/dev/null 2>&1 || { echo "make_chroot: needs debootstrap (apt-get install debootstrap)" >&2; return 1; }
   mkdir -p "$DPDESK_CACHE/chroots"
   if [ ! -d "$base" ]; then
@@ -66,8 +67,10 @@ make_chroot() {
     debootstrap --variant=minbase "$suite" "$base.tmp" "$DEBIAN_MIRROR" >&2
     mv "$base.tmp" "$base"
   fi
-  rm -rf "$root"
-  cp -a "$base" "$root"
+  if [ ! -f "$root/.dpdesk-ready" ]; then   # a new chroot; one made before only gets the new packages
+    rm -rf "$root"
+    cp -a "$base" "$root"
+  fi
   local security="${DEBIAN_MIRROR%/debian}/debian-security"
   printf 'deb %s %s main\ndeb %s %s-updates main\ndeb %s %s-security main\n' \
     "$DEBIAN_MIRROR" "$suite" "$DEBIAN_MIRROR" "$suite" "$security" "$suite" > "$root/etc/apt/sources.list"
@@ -75,24 +78,34 @@ make_chroot() {
   in_chroot "$root" --net sh -c "export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
     apt-get upgrade -y -qq >/dev/null && { [ \$# -eq 0 ] || apt-get install -y -qq --no-install-recommends \"\$@\" >/dev/null; } &&
     apt-get clean" sh "$@" >&2
-  touch "$root/.dpdesk-ready"
+  echo "$wanted" > "$root/.dpdesk-ready"
   echo "$root"
 }
 
 # in_chroot ROOT [--net] COMMAND...: run COMMAND in the chroot ROOT, in private mount and
-# PID namespaces (/proc, /dev, /tmp mounted there vanish with it) and, without --net, in a
-# network namespace with no network (loopback only).
+# PID namespaces (/proc, /dev mounted there vanish with it) and, without --net, in a network
+# namespace with no network (loopback only). The environment is cleared; pass variables
+# with `env NAME=VALUE COMMAND`. Optional, from the environment:
+#   DPDESK_CHROOT_BIND=DIR   DIR is /mnt/host inside
+#   DPDESK_CHROOT_UPPER=DIR  ROOT stays untouched: changes go to an overlay in DIR
+#   DPDESK_CHROOT_X11=1      this machine's X11 sockets (/tmp/.X11-unix) are visible inside
 in_chroot() {
   local root="$1" net=(--net); shift
   if [ "${1:-}" = --net ]; then net=(); shift; fi
   unshare --mount --pid --fork "${net[@]}" sh -c '
     root="$1"; shift
     mount --make-rprivate / 2>/dev/null || true
+    if [ -n "${DPDESK_CHROOT_UPPER:-}" ]; then
+      mkdir -p "$DPDESK_CHROOT_UPPER/upper" "$DPDESK_CHROOT_UPPER/work" "$DPDESK_CHROOT_UPPER/merged"
+      mount -t overlay overlay -o "lowerdir=$root,upperdir=$DPDESK_CHROOT_UPPER/upper,workdir=$DPDESK_CHROOT_UPPER/work" \
+        "$DPDESK_CHROOT_UPPER/merged" || exit 1
+      root="$DPDESK_CHROOT_UPPER/merged"
+    fi
     mount -t proc proc "$root/proc"
     mount --rbind /dev "$root/dev"
     mount -t tmpfs tmpfs "$root/dev/shm"
-    [ -n "${DPDESK_CHROOT_BIND:-}" ] && { mkdir -p "$root/mnt/host"; mount --bind "$DPDESK_CHROOT_BIND" "$root/mnt/host"; }
-    [ -n "${DPDESK_CHROOT_X11:-}" ] && { mkdir -p "$root/tmp/.X11-unix"; mount --bind /tmp/.X11-unix "$root/tmp/.X11-unix"; }
+    if [ -n "${DPDESK_CHROOT_BIND:-}" ]; then mkdir -p "$root/mnt/host"; mount --bind "$DPDESK_CHROOT_BIND" "$root/mnt/host"; fi
+    if [ -n "${DPDESK_CHROOT_X11:-}" ]; then mkdir -p "$root/tmp/.X11-unix"; mount --bind /tmp/.X11-unix "$root/tmp/.X11-unix"; fi
     ip link set lo up 2>/dev/null || true
     exec chroot "$root" env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME=/root LANG=C.UTF-8 "$@"' sh "$root" "$@"
 }
