@@ -42,8 +42,13 @@ FONT_PACKAGE = "fonts-dejavu-core"
 FONT_DIRS = ["/usr/share/fonts", "/usr/local/share/fonts", "~/.local/share/fonts", "~/.fonts"]
 FONT_SUFFIXES = (".ttf", ".otf", ".ttc", ".pfb", ".pcf", ".pcf.gz")
 
-NEEDS = {"window": QT_BASE + QT_WINDOW, "qt": QT_BASE}
+PURPOSES = ("window", "qt")
 WHAT = {"window": "dpdesk's window", "qt": "dpdesk's Qt parts"}
+
+
+def needs(purpose: str) -> list[tuple[str, str]]:
+    """(library, package) pairs for "window" (the desktop application) or "qt" (Qt offscreen)."""
+    return QT_BASE + QT_WINDOW if purpose == "window" else list(QT_BASE)
 
 
 def library_loads(name: str) -> bool:
@@ -65,13 +70,13 @@ def has_a_font() -> bool:
 
 def packages(purpose: str) -> list[str]:
     """Every Debian package ``purpose`` ("window" or "qt") needs, in a stable order."""
-    names = list(dict.fromkeys(package for _, package in NEEDS[purpose]))
+    names = list(dict.fromkeys(package for _, package in needs(purpose)))
     return names + [FONT_PACKAGE] if purpose == "window" else names
 
 
 def missing_packages(purpose: str) -> list[str]:
     """The Debian packages whose libraries (or, for a window, any font) this machine lacks."""
-    missing = [package for library, package in NEEDS[purpose] if not library_loads(library)]
+    missing = [package for library, package in needs(purpose) if not library_loads(library)]
     if purpose == "window" and not has_a_font():
         missing.append(FONT_PACKAGE)
     return list(dict.fromkeys(missing))
@@ -96,10 +101,10 @@ def package_for(library: str) -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) == 2 and argv[0] == "--packages" and argv[1] in NEEDS:
+    if len(argv) == 2 and argv[0] == "--packages" and argv[1] in PURPOSES:
         print(" ".join(packages(argv[1])))
         return 0
-    if len(argv) != 1 or argv[0] not in NEEDS:
+    if len(argv) != 1 or argv[0] not in PURPOSES:
         print("usage: hostlibs.py [--packages] window|qt", file=sys.stderr)
         return 2
     sentence = missing_sentence(argv[0])

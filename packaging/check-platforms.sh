@@ -122,10 +122,11 @@ check_window() {
     sleep 0.5
   done
   sleep 4   # the sample loads and the first page draws
-  xwdtopnm "$work/fb/Xvfb_screen0" 2>/dev/null | pnmtopng > "$OUT/$label.png" 2>/dev/null || true
+  xwdtopnm "$work/fb/Xvfb_screen0" > "$work/screen.pnm" 2>/dev/null || true
+  pnmtopng < "$work/screen.pnm" > "$OUT/$label.png" 2>/dev/null || true
+  local colours   # a drawn window has many; a blank or black screen one or two
+  colours="$(ppmhist -noheader < "$work/screen.pnm" 2>/dev/null | wc -l)"
   wait "$app" && status=0 || status=$?
-  local colours
-  colours="$(xwdtopnm "$work/fb/Xvfb_screen0" 2>/dev/null | ppmhist -noheader 2>/dev/null | wc -l)"
   if [ -n "$mapped" ] && [ "$status" = 124 ] && ! grep -q Traceback "$OUT/$label-gui.log" && [ "$colours" -gt 50 ]; then
     ok "$label: window up under Xvfb and stayed up ($colours colours on screen; $OUT/$label.png)"
   else
@@ -138,7 +139,7 @@ for release in "${releases[@]}"; do
   echo "Debian $release ($suite)"
   bare="$(make_chroot "$suite" "$suite-bare")"
   host="$(make_chroot "$suite" "$suite-host" $(python3 "$root/dpdesk/hostlibs.py" --packages window) python3-venv)"
-  glibc="$(run "$bare" ldd --version | head -1 | grep -oE '[0-9]+\.[0-9]+$')"
+  glibc="$(run "$bare" ldd --version 2>/dev/null | sed -n 1p | grep -oE '[0-9]+\.[0-9]+$')"
   python="$(run "$host" python3 --version 2>&1)"
   echo "  glibc $glibc, $python"
   before=$failed

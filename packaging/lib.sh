@@ -30,11 +30,11 @@ build_dpdesk_wheel() {
 
 # write_sha256sums DIR: DIR/SHA256SUMS over every file under DIR (paths relative to DIR,
 # sorted), so that `sha256sum -c SHA256SUMS` run inside DIR checks all of it. The sums file
-# and its signature are the only files left out.
+# and its signature at the top are the only files left out (a wheelhouse's own sums are in).
 write_sha256sums() {
   local dir="$1" sums
   sums="$(mktemp)"
-  (cd "$dir" && find . -type f ! -name SHA256SUMS ! -name SHA256SUMS.sig -printf '%P\0' | LC_ALL=C sort -z |
+  (cd "$dir" && find . -type f ! -path ./SHA256SUMS ! -path ./SHA256SUMS.sig -printf '%P\0' | LC_ALL=C sort -z |
      xargs -0 -r sha256sum) > "$sums"
   mv "$sums" "$dir/SHA256SUMS"
   chmod 644 "$dir/SHA256SUMS"

@@ -383,7 +383,8 @@ def test_readme_commands_verify_a_signed_release_and_catch_a_changed_byte(wheelh
     for line in commands:   # exactly as written, in the folder the README names
         run = run_readme_line(line, release, key_line)
         assert run.returncode == 0, f"{line}\n{run.stdout}\n{run.stderr}"
-    assert "Good \"dpdesk-release\" signature for release@dpdesk" in run_readme_line(verify[0], release, key_line).stderr
+    good = run_readme_line(verify[0], release, key_line)
+    assert "Good \"dpdesk-release\" signature for release@dpdesk" in good.stdout + good.stderr
 
     # one changed byte in a script that travels: the checksums catch it
     script = release / "wheelhouse" / "install-offline.sh"
@@ -400,16 +401,19 @@ def test_readme_commands_verify_a_signed_release_and_catch_a_changed_byte(wheelh
     original = sums.read_bytes()
     replace_one_byte(sums)
     run = run_readme_line(verify[0], release, key_line)
-    assert run.returncode != 0 and "Good" not in run.stderr
+    assert run.returncode != 0 and "Good" not in run.stdout + run.stderr
+    sums.unlink()
     sums.write_bytes(original)
 
     # a release signed with any other key does not verify against the published one
     other = tmp_path / "other"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    (release / "SHA256SUMS.sig").unlink()   # (ssh-keygen would ask before overwriting it)
     subprocess.run(["ssh-keygen", "-q", "-Y", "sign", "-f", str(other), "-n", "dpdesk-release", str(sums)],
                    check=True, capture_output=True)
     run = run_readme_line(verify[0], release, key_line)
-    assert run.returncode != 0 and "Good" not in run.stderr
+    assert run.returncode != 0 and "Good" not in run.stdout + run.stderr
+    assert "SHA256SUMS.sig" in {p.name for p in release.iterdir()}
 
 
 def test_sign_release_refuses_a_key_that_is_not_the_published_one(wheelhouse, throwaway_key, tmp_path):
