@@ -28,7 +28,7 @@ if [ -z "$python" ]; then
   for candidate in python3 python3.11 python3.12 python3.13; do
     if command -v "$candidate" >/dev/null 2>&1 && supported "$candidate"; then python="$candidate"; break; fi
   done
-  [ -n "$python" ] || fail "no Python 3.11, 3.12 or 3.13 found (python3 is $(python3 --version 2>&1 || echo missing)); install one (Debian 12: python3, Debian 13: python3) or use the standalone bundle, which needs no Python."
+  [ -n "$python" ] || fail "no Python 3.11, 3.12 or 3.13 found (python3 is $(python3 --version 2>&1 || echo missing)); install one (Debian 12 and 13: apt-get install python3-venv) or use the standalone bundle, which needs no Python."
 fi
 command -v "$python" >/dev/null 2>&1 || fail "no $python found; install Python 3.11, 3.12 or 3.13 first."
 supported "$python" ||

@@ -31,7 +31,8 @@ rm -rf "$release"
 mkdir -p "$release"
 
 if [ -n "$wheelhouse" ]; then
-  cp -a "$wheelhouse" "$release/wheelhouse"
+  # hard links where possible: a release folder next to its wheelhouse costs no space
+  cp -al "$wheelhouse" "$release/wheelhouse" 2>/dev/null || cp -a "$wheelhouse" "$release/wheelhouse"
 else
   bash "$here/build-wheelhouse.sh" "$release/wheelhouse"
 fi
