@@ -8,7 +8,7 @@ from pathlib import Path
 from PySide6.QtCore import QRect, QSettings, QSize
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMainWindow,
-                               QMessageBox, QPushButton, QScrollArea, QStackedWidget, QVBoxLayout, QWidget)
+                               QMessageBox, QPushButton, QScrollArea, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget)
 
 from .. import __version__
 from ..errors import DpdeskError
@@ -123,6 +123,13 @@ class MainWindow(QMainWindow):
         self.plan_page = PlanPage(self.state)
         self.release_page = ReleasePage(self.state)
         for page in (self.data_page, self.configure_page, self.compare_page, self.plan_page, self.release_page):
+            if page is self.compare_page:
+                # not in a scroll area: painting its streaming pyqtgraph plots inside one crashes
+                # PySide (6.9.3 and 6.10.3, in the end-to-end test); on a small screen it is cut
+                # at the bottom instead of pushing the window off the screen
+                page.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Ignored)
+                self.pages.addWidget(page)
+                continue
             # a page taller or wider than a small screen scrolls instead of pushing the window off it
             scroller = QScrollArea()
             scroller.setWidgetResizable(True)
