@@ -70,6 +70,8 @@ PYTHONHASHSEED=0 "$venv/bin/pyinstaller" --noconfirm --log-level WARN \
   --distpath "$dist" --workpath "$build/pyinstaller" "$here/dpdesk.spec"
 
 bundle="$dist/dpdesk"
+# links PyInstaller made to the parts left out (Arrow Flight) lead nowhere
+find "$bundle" -xtype l -delete
 # the menu entry goes with the bundle: bash dpdesk/install-desktop.sh
 cp "$here/install-desktop.sh" "$here/dpdesk.desktop" "$bundle/"
 mkdir -p "$bundle/icons"
