@@ -416,7 +416,7 @@ def test_readme_commands_verify_a_signed_release_and_catch_a_changed_byte(wheelh
     assert "SHA256SUMS.sig" in {p.name for p in release.iterdir()}
 
 
-def test_sign_release_refuses_a_key_that_is_not_the_published_one(wheelhouse, throwaway_key, tmp_path):
+def test_sign_release_refuses_a_key_that_is_not_the_published_one(throwaway_key, tmp_path):
     key, _ = throwaway_key
     folder = tmp_path / "release"
     folder.mkdir()
