@@ -381,8 +381,22 @@ def cmd_gui(args) -> int:
     return run_app(args.file, sample=args.sample)
 
 
+def cmd_sample(args) -> int:
+    from .paths import copy_sample
+
+    for path in copy_sample(Path(args.dir).absolute(), force=args.force):
+        print(path)
+    return 0
+
+
+DESCRIPTION = """Publish differentially private counts of a sensitive dataset.
+Without a command, dpdesk opens the desktop application. To try it, `dpdesk sample` copies
+the bundled sample dataset (Groceries market baskets: 9,835 baskets, 169 products) into the
+current folder."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="dpdesk", description="Publish differentially private counts of a sensitive dataset.")
+    parser = _Parser(prog="dpdesk", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"dpdesk {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
@@ -390,6 +404,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", nargs="?", help="a data file or a .dpdesk project to open")
     p.add_argument("--sample", action="store_true", help="open the bundled sample dataset")
     p.set_defaults(func=cmd_gui)
+
+    p = sub.add_parser("sample", help="copy the bundled sample dataset (groceries.csv.gz) into a folder")
+    p.add_argument("dir", nargs="?", default=".", help="the folder to copy it into (default: the current folder)")
+    p.add_argument("--force", action="store_true", help="overwrite a file of the same name")
+    p.set_defaults(func=cmd_sample)
 
     p = sub.add_parser("inspect", help="read a data file and print its (internal) figures")
     p.add_argument("file")
@@ -511,6 +530,28 @@ def main(argv: list[str] | None = None) -> int:
     except MemoryError:
         print("dpdesk: error: not enough memory for this dataset", file=sys.stderr)
         return 1
+    except (ImportError, OSError) as error:
+        message = missing_library_message(error)
+        if message is None:
+            raise
+        print(f"dpdesk: error: {message}", file=sys.stderr)
+        return 1
+
+
+def missing_library_message(error: BaseException) -> str | None:
+    """One line for a shared library the machine lacks (Qt loading libGL.so.1, say), else None."""
+    text = str(error)
+    if "cannot open shared object file" not in text and "GLIBC" not in text:
+        return None
+    from .hostlibs import package_for
+
+    library = text.split(":")[0].strip()
+    package = package_for(library)
+    if "GLIBC" in text:
+        return f"this machine's C library is too old for a part of dpdesk ({text.strip()})."
+    if package:
+        return f"the system library {library} is missing; install the Debian package {package} (as root: apt-get install {package})."
+    return f"the system library {library} is missing ({text.strip()})."
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -95,6 +95,12 @@ class HomeError(DpdeskError):
     title = "dpdesk's folder cannot be used"
 
 
+class SystemLibraryError(DpdeskError):
+    """A system library (OpenGL, fonts, X11) that Qt loads is missing from the machine."""
+
+    title = "Missing system library"
+
+
 class Cancelled(DpdeskError):
     """Long work was stopped by the user."""
 

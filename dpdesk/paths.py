@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
-from .errors import HomeError
+from .errors import ExportError, HomeError
 
 
 def user_data_dir() -> Path:
@@ -45,3 +46,22 @@ def resources_dir() -> Path:
 def sample_path() -> Path:
     """The bundled sample dataset (Groceries market baskets, see resources/sample/SOURCE.md)."""
     return resources_dir() / "sample" / "groceries.csv.gz"
+
+
+def copy_sample(folder: Path, force: bool = False) -> list[Path]:
+    """Copy the sample dataset and its description (SOURCE.md) into ``folder`` (made if
+    missing); an existing file is overwritten only with ``force``. Returns the copies."""
+    sources = [sample_path(), sample_path().with_name("SOURCE.md")]
+    if folder.exists() and not folder.is_dir():
+        raise ExportError(f"{folder} is a file, not a folder: give a folder to copy the sample into.")
+    targets = [folder / source.name for source in sources]
+    existing = [target for target in targets if target.exists()]
+    if existing and not force:
+        raise ExportError(f"{existing[0]} already exists; use --force to overwrite it.")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for source, target in zip(sources, targets):
+            shutil.copyfile(source, target)
+    except OSError as error:
+        raise ExportError(f"Cannot copy the sample into {folder}: {error.strerror or error}.") from None
+    return targets

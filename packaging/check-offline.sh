@@ -38,6 +38,8 @@ else
   offline=(env)
   how="with pip cut off from any index (no network namespace can be made here)"
 fi
+# the release every check makes: ONE place for its arguments
+RELEASE_ARGS=(--mechanism lpa --epsilon 0.69 --bound 20 --items from-data --items-are-public)
 dead=http://127.0.0.1:9
 offline+=(env -u PYTHONPATH -u DISPLAY -u WAYLAND_DISPLAY
           PIP_NO_INDEX=1 PIP_CONFIG_FILE=/dev/null http_proxy=$dead https_proxy=$dead HTTP_PROXY=$dead HTTPS_PROXY=$dead
@@ -73,7 +75,7 @@ step "dpdesk inspect $sample"
 "${dpdesk[@]}" inspect --json "$sample" > "$work/inspect.json"
 
 step "dpdesk release (headless)"
-"${dpdesk[@]}" release "$sample" --mechanism lpa --epsilon 0.69 --bound 20 --items from-data --items-are-public --out "$work/release" \
+"${dpdesk[@]}" release "$sample" "${RELEASE_ARGS[@]}" --out "$work/release" \
   --formats csv,json,parquet --report html,pdf
 "${dpdesk[@]}" ledger verify
 

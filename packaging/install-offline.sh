@@ -7,7 +7,10 @@
 #             where build-wheelhouse.sh puts a copy of it).
 # VENV:       where to install (default: ~/.local/share/dpdesk-venv); made if missing,
 #             upgraded in place if it exists.
-# PYTHON:     the Python 3.11 to use (default: python3.11, else python3).
+# PYTHON:     the Python to use: 3.11, 3.12 or 3.13, the versions the wheelhouse has wheels
+#             for (default: python3 if it is one of them, else python3.11, 3.12, 3.13).
+# Before installing it says, in one sentence, which Debian packages the desktop window
+# still needs on this machine (check-host.py); the command-line commands do without them.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 if [ $# -ge 1 ]; then wheelhouse="$1"; else wheelhouse="$here"; fi
@@ -19,15 +22,24 @@ fail() { echo "install-offline: $*" >&2; exit 1; }
   fail "$wheelhouse is not a wheelhouse (no requirements.txt); make one with packaging/build-wheelhouse.sh."
 wheelhouse="$(cd "$wheelhouse" && pwd)"
 
+supported() { "$1" -c 'import sys; sys.exit(sys.version_info[:2] not in [(3, 11), (3, 12), (3, 13)])' 2>/dev/null; }
 python="${PYTHON:-}"
 if [ -z "$python" ]; then
-  if command -v python3.11 >/dev/null 2>&1; then python=python3.11; else python=python3; fi
+  for candidate in python3 python3.11 python3.12 python3.13; do
+    if command -v "$candidate" >/dev/null 2>&1 && supported "$candidate"; then python="$candidate"; break; fi
+  done
+  [ -n "$python" ] || fail "no Python 3.11, 3.12 or 3.13 found (python3 is $(python3 --version 2>&1 || echo missing)); install one (Debian 12 and 13: apt-get install python3-venv) or use the standalone bundle, which needs no Python."
 fi
-command -v "$python" >/dev/null 2>&1 || fail "no $python found; install Python 3.11 first."
-"$python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' ||
-  fail "the wheels are for Python 3.11, but $python is $("$python" --version 2>&1); set PYTHON=/path/to/python3.11."
+command -v "$python" >/dev/null 2>&1 || fail "no $python found; install Python 3.11, 3.12 or 3.13 first."
+supported "$python" ||
+  fail "the wheels are for Python 3.11, 3.12 and 3.13, but $python is $("$python" --version 2>&1); set PYTHON=/path/to/python3.11 (or 3.12, 3.13)."
 "$python" -c 'import venv, ensurepip' 2>/dev/null ||
-  fail "$python cannot make virtual environments; install its venv module (Debian/Ubuntu: apt-get install python3.11-venv)."
+  fail "$python cannot make virtual environments; install its venv module (as root: apt-get install python3-venv)."
+if [ -f "$wheelhouse/check-host.py" ]; then
+  if ! needs="$("$python" "$wheelhouse/check-host.py" window)"; then
+    echo "install-offline: note: $needs The command-line commands work without them."
+  fi
+fi
 
 # pip sees the wheelhouse and nothing else: no index, no configuration files, no
 # settings from the environment, and a proxy that leads nowhere

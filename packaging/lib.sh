@@ -1,15 +1,111 @@
 # Shared by the packaging scripts (source it; not a command).
 
+# source_date_epoch ROOT: the time every built file is stamped with, so that two builds
+# of one commit are byte-identical: SOURCE_DATE_EPOCH if set, else the last commit's time,
+# else the newest file's time (a checkout without git).
+source_date_epoch() {
+  local root="$1"
+  if [ -n "${SOURCE_DATE_EPOCH:-}" ]; then echo "$SOURCE_DATE_EPOCH"; return; fi
+  if git -C "$root" rev-parse --git-dir >/dev/null 2>&1; then git -C "$root" log -1 --format=%ct; return; fi
+  find "$root/pyproject.toml" "$root/dpdesk" "$root/resources" -type f -printf '%T@\n' | sort -n | tail -1 | cut -d. -f1
+}
+
 # build_dpdesk_wheel ROOT OUTDIR [PYTHON]: build dpdesk's wheel from a clean copy of the
 # checkout (only what the package needs), so stale build/ or egg-info folders in the
-# checkout never end up in it.
+# checkout never end up in it. Reproducible: the wheel's entries carry the time of
+# source_date_epoch and the files' modes are made independent of the umask.
 build_dpdesk_wheel() {
-  local root="$1" outdir="$2" python="${3:-python3}" src
+  local root="$1" outdir="$2" python="${3:-python3}" src epoch
   local parts=(pyproject.toml dpdesk resources) part
   for part in README.md LICENSE; do [ -e "$root/$part" ] && parts+=("$part"); done
+  epoch="$(source_date_epoch "$root")"
   src="$(mktemp -d "${TMPDIR:-/tmp}/dpdesk-src.XXXXXX")"
   tar -C "$root" --exclude='__pycache__' --exclude='*.pyc' --exclude='*.egg-info' \
     -cf - "${parts[@]}" | tar -C "$src" -xf -
-  "$python" -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir "$outdir" "$src"
+  chmod -R u=rwX,go=rX "$src"
+  (umask 022; SOURCE_DATE_EPOCH="$epoch" "$python" -m pip wheel --quiet --disable-pip-version-check --no-deps \
+    --wheel-dir "$outdir" "$src")
   rm -rf "$src"
+}
+
+# write_sha256sums DIR: DIR/SHA256SUMS over every file under DIR (paths relative to DIR,
+# sorted), so that `sha256sum -c SHA256SUMS` run inside DIR checks all of it. The sums file
+# and its signature at the top are the only files left out (a wheelhouse's own sums are in).
+write_sha256sums() {
+  local dir="$1" sums
+  sums="$(mktemp)"
+  (cd "$dir" && find . -type f ! -path ./SHA256SUMS ! -path ./SHA256SUMS.sig -printf '%P\0' | LC_ALL=C sort -z |
+     xargs -0 -r sha256sum) > "$sums"
+  mv "$sums" "$dir/SHA256SUMS"
+  chmod 644 "$dir/SHA256SUMS"
+}
+
+# --- Debian chroots (build-bundle.sh builds in Debian 11; check-platforms.sh runs in 11, 12, 13) ---
+
+# The cache for chroots and Python builds: outside the repository, reused across runs.
+DPDESK_CACHE="${DPDESK_CACHE:-/work/cache}"
+DEBIAN_MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+
+# debian_version SUITE: the Debian release number of a suite name.
+debian_version() {
+  case "$1" in bullseye) echo 11 ;; bookworm) echo 12 ;; trixie) echo 13 ;; *) echo "?" ;; esac
+}
+
+# make_chroot SUITE NAME [PACKAGE...]: a cached Debian chroot $DPDESK_CACHE/chroots/NAME,
+# made with debootstrap (minbase) from the Debian archive, with the security updates and
+# PACKAGEs installed. Made once; printed path on stdout. Needs root and the network.
+make_chroot() {
+  local suite="$1" name="$2"; shift 2
+  local root="$DPDESK_CACHE/chroots/$name" base="$DPDESK_CACHE/chroots/$suite-minbase"
+  local wanted="$*"
+  if [ -f "$root/.dpdesk-ready" ] && [ "$(cat "$root/.dpdesk-ready")" = "$wanted" ]; then echo "$root"; return 0; fi
+  command -v debootstrap >/dev/null 2>&1 || { echo "make_chroot: needs debootstrap (apt-get install debootstrap)" >&2; return 1; }
+  mkdir -p "$DPDESK_CACHE/chroots"
+  if [ ! -d "$base" ]; then
+    echo "debootstrap $suite (minbase) into $base" >&2
+    rm -rf "$base.tmp"
+    debootstrap --variant=minbase "$suite" "$base.tmp" "$DEBIAN_MIRROR" >&2
+    mv "$base.tmp" "$base"
+  fi
+  if [ ! -f "$root/.dpdesk-ready" ]; then   # a new chroot; one made before only gets the new packages
+    rm -rf "$root"
+    cp -a "$base" "$root"
+  fi
+  local security="${DEBIAN_MIRROR%/debian}/debian-security"
+  printf 'deb %s %s main\ndeb %s %s-updates main\ndeb %s %s-security main\n' \
+    "$DEBIAN_MIRROR" "$suite" "$DEBIAN_MIRROR" "$suite" "$security" "$suite" > "$root/etc/apt/sources.list"
+  cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+  in_chroot "$root" --net sh -c "export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
+    apt-get upgrade -y -qq >/dev/null && { [ \$# -eq 0 ] || apt-get install -y -qq --no-install-recommends \"\$@\" >/dev/null; } &&
+    apt-get clean" sh "$@" >&2
+  echo "$wanted" > "$root/.dpdesk-ready"
+  echo "$root"
+}
+
+# in_chroot ROOT [--net] COMMAND...: run COMMAND in the chroot ROOT, in private mount and
+# PID namespaces (/proc, /dev mounted there vanish with it) and, without --net, in a network
+# namespace with no network (loopback only). The environment is cleared; pass variables
+# with `env NAME=VALUE COMMAND`. Optional, from the environment:
+#   DPDESK_CHROOT_BIND=DIR   DIR is /mnt/host inside
+#   DPDESK_CHROOT_UPPER=DIR  ROOT stays untouched: changes go to an overlay in DIR
+#   DPDESK_CHROOT_X11=1      this machine's X11 sockets (/tmp/.X11-unix) are visible inside
+in_chroot() {
+  local root="$1" net=(--net); shift
+  if [ "${1:-}" = --net ]; then net=(); shift; fi
+  unshare --mount --pid --fork "${net[@]}" sh -c '
+    root="$1"; shift
+    mount --make-rprivate / 2>/dev/null || true
+    if [ -n "${DPDESK_CHROOT_UPPER:-}" ]; then
+      mkdir -p "$DPDESK_CHROOT_UPPER/upper" "$DPDESK_CHROOT_UPPER/work" "$DPDESK_CHROOT_UPPER/merged"
+      mount -t overlay overlay -o "lowerdir=$root,upperdir=$DPDESK_CHROOT_UPPER/upper,workdir=$DPDESK_CHROOT_UPPER/work" \
+        "$DPDESK_CHROOT_UPPER/merged" || exit 1
+      root="$DPDESK_CHROOT_UPPER/merged"
+    fi
+    mount -t proc proc "$root/proc"
+    mount --rbind /dev "$root/dev"
+    mount -t tmpfs tmpfs "$root/dev/shm"
+    if [ -n "${DPDESK_CHROOT_BIND:-}" ]; then mkdir -p "$root/mnt/host"; mount --bind "$DPDESK_CHROOT_BIND" "$root/mnt/host"; fi
+    if [ -n "${DPDESK_CHROOT_X11:-}" ]; then mkdir -p "$root/tmp/.X11-unix"; mount --bind /tmp/.X11-unix "$root/tmp/.X11-unix"; fi
+    ip link set lo up 2>/dev/null || true
+    exec chroot "$root" env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME=/root LANG=C.UTF-8 "$@"' sh "$root" "$@"
 }

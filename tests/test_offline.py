@@ -8,6 +8,7 @@ built, the offline installation must pass.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -228,8 +229,10 @@ def packaging_env() -> dict[str, str]:
     return env
 
 
-def test_offline_install_from_the_wheelhouse(tmp_path):
-    """build-wheelhouse.sh, then check-offline.sh: the install and the CLI with no network."""
+@pytest.fixture(scope="module")
+def wheelhouse(tmp_path_factory) -> Path:
+    """One wheelhouse built by build-wheelhouse.sh for this module's tests (treat as read-only)."""
+    tmp_path = tmp_path_factory.mktemp("wheelhouse-build")
     wheelhouse = tmp_path / "wheelhouse"
     build = subprocess.run(["bash", str(PACKAGING / "build-wheelhouse.sh"), str(wheelhouse)],
                            env=packaging_env(), capture_output=True, text=True, timeout=1800)
@@ -238,18 +241,44 @@ def test_offline_install_from_the_wheelhouse(tmp_path):
             pytest.skip("the package registry cannot be reached from here, so no wheelhouse can be "
                         "built (the offline install check runs in CI)")
         pytest.fail(f"build-wheelhouse.sh failed:\n{build.stdout}\n{build.stderr}")
+    return wheelhouse
+
+
+TARGET_PYTHONS = ("3.11", "3.12", "3.13")
+
+
+def test_the_wheelhouse_holds_wheels_for_each_target_python(wheelhouse, tmp_path):
     wheels = sorted(p.name for p in wheelhouse.glob("*.whl"))
     names = {name.split("-")[0].lower() for name in wheels}
     assert {"dpdesk", "pyside6_essentials", "shiboken6", "numpy", "scipy", "pandas", "pyarrow", "pyqtgraph"} <= names
-    for name in wheels:   # Linux x86-64, CPython 3.11 (or pure Python / the stable ABI)
+    for name in wheels:   # Linux x86-64, CPython 3.11-3.13 (or pure Python / the stable ABI)
         tags = name[:-len(".whl")].split("-")[-3:]
-        assert tags[0] in ("py3", "py2.py3", "cp311", "cp39", "cp310"), name
+        assert tags[0] in ("py3", "py2.py3", "cp311", "cp312", "cp313", "cp39", "cp310"), name
         assert tags[2] == "any" or all(p.startswith("manylinux") and p.endswith("_x86_64") for p in tags[2].split(".")), name
+    for compiled in ("numpy", "scipy", "pandas", "pyarrow"):
+        for version in TARGET_PYTHONS:
+            tag = "cp" + version.replace(".", "")
+            assert any(w.lower().startswith(compiled + "-") and f"-{tag}-{tag}-" in w for w in wheels), (compiled, tag)
     requirements = (wheelhouse / "requirements.txt").read_text().splitlines()
-    assert len(requirements) == len(wheels) and all("--hash=sha256:" in line for line in requirements)
-    for helper in ("install-offline.sh", "install-desktop.sh", "dpdesk.desktop", "icons/dpdesk.svg"):
+    assert all("--hash=sha256:" in line for line in requirements)
+    assert sum(line.count("--hash=") for line in requirements) == len(wheels)
+    for helper in ("install-offline.sh", "install-desktop.sh", "check-host.py", "dpdesk.desktop", "icons/dpdesk.svg"):
         assert (wheelhouse / helper).is_file(), helper
+    # pip itself agrees that every target Python gets a complete, hash-checked set from it alone,
+    # on a glibc as old as Debian 11's (pip takes the platform tags it is given, no older ones)
+    platforms = [arg for minor in range(31, 16, -1) for arg in ("--platform", f"manylinux_2_{minor}_x86_64")]
+    for version in TARGET_PYTHONS:
+        run = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+             "--no-index", "--find-links", str(wheelhouse), "--only-binary=:all:", "--require-hashes",
+             "--python-version", version, *platforms, "--implementation", "cp",
+             "--target", str(tmp_path / version), "-r", str(wheelhouse / "requirements.txt")],
+            env={**os.environ, "PIP_CONFIG_FILE": os.devnull}, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, f"Python {version}: {run.stderr}"
 
+
+def test_offline_install_from_the_wheelhouse(wheelhouse, tmp_path):
+    """check-offline.sh on the built wheelhouse: the install and the CLI with no network."""
     check = subprocess.run(["bash", str(PACKAGING / "check-offline.sh"), str(wheelhouse)],
                            env=packaging_env(), capture_output=True, text=True, timeout=1800, cwd=tmp_path)
     assert check.returncode == 0, f"check-offline.sh failed:\n{check.stdout}\n{check.stderr}"
@@ -270,6 +299,198 @@ def test_offline_install_from_the_wheelhouse(tmp_path):
     assert run.returncode != 0
     assert "hash" in run.stderr.lower()
     assert not (venv / "bin" / "dpdesk").exists()
+
+
+# --- verify before you install: SHA256SUMS and its OpenSSH signature ---------------------
+
+VERIFY_MARKER = "<!-- verify-commands"
+
+
+def readme_verify_commands() -> list[str]:
+    """The command lines of packaging/README.md's verification block, as a steward pastes them."""
+    text = (PACKAGING / "README.md").read_text(encoding="utf-8")
+    after = text[text.index(VERIFY_MARKER):]
+    block = after[after.index("```bash\n") + len("```bash\n"):]
+    return [line for line in block[:block.index("```")].splitlines() if line.strip() and not line.startswith("#")]
+
+
+def published_key_line() -> str:
+    return (PACKAGING / "dpdesk-release.pub").read_text(encoding="utf-8").strip()
+
+
+@pytest.fixture(scope="module")
+def throwaway_key(tmp_path_factory) -> tuple[Path, str]:
+    """A release key made for the tests (the project's private key never is in the repository)."""
+    folder = tmp_path_factory.mktemp("key")
+    key = folder / "dpdesk-release"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "test key", "-f", str(key)], check=True)
+    kind, blob = (folder / "dpdesk-release.pub").read_text().split()[:2]
+    return key, f'release@dpdesk namespaces="dpdesk-release" {kind} {blob}'
+
+
+def make_release(wheelhouse: Path, out: Path, key: Path, allowed_line: str) -> Path:
+    allowed = out.parent / f"{out.name}-allowed_signers"
+    allowed.write_text(allowed_line + "\n")
+    env = {**os.environ, "DPDESK_SIGNING_KEY": str(key), "ALLOWED_SIGNERS": str(allowed)}
+    run = subprocess.run(["bash", str(PACKAGING / "make-release.sh"), "--wheelhouse", str(wheelhouse), "--no-bundle",
+                          str(out)], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return out / f"dpdesk-{dpdesk.__version__}"
+
+
+def run_readme_line(line: str, release: Path, key_line: str) -> subprocess.CompletedProcess:
+    """One line of the README's block, run in the release folder; the published key is swapped
+    for the test's own (the only change to what the README says)."""
+    line = line.replace(published_key_line(), key_line)
+    return subprocess.run(["bash", "-c", line], cwd=release, capture_output=True, text=True, timeout=300)
+
+
+def replace_one_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.unlink()   # a new file: the release folder's copies may be hard links
+    path.write_bytes(bytes(data))
+
+
+def test_the_readme_publishes_the_repositorys_release_key(tmp_path):
+    line = published_key_line()
+    assert line.startswith('release@dpdesk namespaces="dpdesk-release" ssh-ed25519 ')
+    assert any(line in command for command in readme_verify_commands())
+    assert line in (ROOT / "README.md").read_text(encoding="utf-8")   # the project's README shows it too
+    public = tmp_path / "key.pub"
+    public.write_text(" ".join(line.split()[2:]) + "\n")
+    fingerprint = subprocess.run(["ssh-keygen", "-l", "-f", str(public)], capture_output=True, text=True)
+    assert fingerprint.returncode == 0 and "(ED25519)" in fingerprint.stdout
+    # no private key is ever committed
+    tracked = subprocess.run(["git", "-C", str(ROOT), "grep", "-l", "PRIVATE KEY"], capture_output=True, text=True)
+    assert [f for f in tracked.stdout.split() if not f.startswith("tests/")] == [], tracked.stdout
+
+
+def test_readme_commands_verify_a_signed_release_and_catch_a_changed_byte(wheelhouse, throwaway_key, tmp_path):
+    key, key_line = throwaway_key
+    release = make_release(wheelhouse, tmp_path / "out", key, key_line)
+    # SHA256SUMS lists every file that travels, with paths relative to the folder it is in
+    listed = {line.split("  ", 1)[1] for line in (release / "SHA256SUMS").read_text().splitlines()}
+    present = {str(p.relative_to(release)) for p in release.rglob("*") if p.is_file()}
+    assert listed == present - {"SHA256SUMS", "SHA256SUMS.sig"}
+    assert {"wheelhouse/install-offline.sh", "wheelhouse/requirements.txt", "wheelhouse/check-host.py"} <= listed
+    assert any(name.startswith("wheelhouse/dpdesk-") and name.endswith(".whl") for name in listed)
+
+    commands = readme_verify_commands()
+    checksum = [c for c in commands if c.startswith("sha256sum -c")]
+    verify = [c for c in commands if c.startswith("ssh-keygen -Y verify")]
+    assert len(checksum) == 1 and len(verify) == 1
+    for line in commands:   # exactly as written, in the folder the README names
+        run = run_readme_line(line, release, key_line)
+        assert run.returncode == 0, f"{line}\n{run.stdout}\n{run.stderr}"
+    good = run_readme_line(verify[0], release, key_line)
+    assert "Good \"dpdesk-release\" signature for release@dpdesk" in good.stdout + good.stderr
+
+    # one changed byte in a script that travels: the checksums catch it
+    script = release / "wheelhouse" / "install-offline.sh"
+    original = script.read_bytes()
+    replace_one_byte(script)
+    run = run_readme_line(checksum[0], release, key_line)
+    assert run.returncode != 0 and "wheelhouse/install-offline.sh: FAILED" in run.stdout
+    script.unlink()
+    script.write_bytes(original)
+    assert run_readme_line(checksum[0], release, key_line).returncode == 0
+
+    # one changed byte in SHA256SUMS itself (an attacker's new sums): the signature catches it
+    sums = release / "SHA256SUMS"
+    original = sums.read_bytes()
+    replace_one_byte(sums)
+    run = run_readme_line(verify[0], release, key_line)
+    assert run.returncode != 0 and "Good" not in run.stdout + run.stderr
+    sums.unlink()
+    sums.write_bytes(original)
+
+    # a release signed with any other key does not verify against the published one
+    other = tmp_path / "other"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    (release / "SHA256SUMS.sig").unlink()   # (ssh-keygen would ask before overwriting it)
+    subprocess.run(["ssh-keygen", "-q", "-Y", "sign", "-f", str(other), "-n", "dpdesk-release", str(sums)],
+                   check=True, capture_output=True)
+    run = run_readme_line(verify[0], release, key_line)
+    assert run.returncode != 0 and "Good" not in run.stdout + run.stderr
+    assert "SHA256SUMS.sig" in {p.name for p in release.iterdir()}
+
+
+def test_sign_release_refuses_a_key_that_is_not_the_published_one(throwaway_key, tmp_path):
+    key, _ = throwaway_key
+    folder = tmp_path / "release"
+    folder.mkdir()
+    (folder / "SHA256SUMS").write_text("0" * 64 + "  x\n")
+    env = {**os.environ, "DPDESK_SIGNING_KEY": str(key)}   # checked against packaging/dpdesk-release.pub
+    run = subprocess.run(["bash", str(PACKAGING / "sign-release.sh"), str(folder)], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0 and "does not verify" in run.stderr
+    env.pop("DPDESK_SIGNING_KEY")
+    run = subprocess.run(["bash", str(PACKAGING / "sign-release.sh"), str(folder)], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0 and "DPDESK_SIGNING_KEY" in run.stderr
+
+
+def test_two_builds_of_the_dpdesk_wheel_are_byte_identical(tmp_path):
+    digests = []
+    for n, umask in enumerate(("022", "002")):
+        out = tmp_path / f"build{n}"
+        run = subprocess.run(["bash", "-c", f'umask {umask}; source "$1/lib.sh"; build_dpdesk_wheel "$2" "$3" "$4"',
+                              "build", str(PACKAGING), str(ROOT), str(out), sys.executable],
+                             capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr
+        (wheel,) = out.glob("dpdesk-*.whl")
+        digests.append(hashlib.sha256(wheel.read_bytes()).hexdigest())
+    assert digests[0] == digests[1]
+
+
+# --- what the machine needs --------------------------------------------------------------
+
+def test_the_readme_lists_exactly_the_packages_dpdesk_checks_for():
+    from dpdesk.hostlibs import packages
+
+    text = (PACKAGING / "README.md").read_text(encoding="utf-8")
+    listed = text[text.index("<!-- host-packages -->"):].split("apt-get install", 1)[1].split("```")[0].split()
+    listed = [name for name in listed if name != "\\" and not name.startswith("-")]
+    assert listed == packages("window")
+
+
+MISSING_LIBRARY = """
+import sys
+import dpdesk.hostlibs as hostlibs
+hostlibs.QT_WINDOW.append(("libdpdesk-test-absent.so.7", "libdpdesk-test-absent7"))
+from dpdesk.cli import main
+sys.exit(main(["gui"]))
+"""
+
+
+def test_gui_names_a_missing_system_library_in_one_line(tmp_path):
+    # a display that does not exist: without the check, Qt would abort trying to reach it
+    env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
+    env.update(DISPLAY=":97", DPDESK_HOME=str(tmp_path))
+    run = subprocess.run([sys.executable, "-c", MISSING_LIBRARY], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    assert "libdpdesk-test-absent7" in run.stderr and "apt-get install" in run.stderr
+
+
+def test_a_library_qt_cannot_load_is_one_line(monkeypatch, capsys):
+    import dpdesk.cli as cli
+
+    def needs_libgl(args):   # the exact error Python gives when Qt's libGL.so.1 is absent
+        raise ImportError("libGL.so.1: cannot open shared object file: No such file or directory")
+
+    parser = cli.build_parser()
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    parser._subparsers._group_actions[0].choices["mechanisms"].set_defaults(func=needs_libgl)
+    assert cli.main(["mechanisms"]) == 1
+    err = capsys.readouterr().err
+    assert err == ("dpdesk: error: the system library libGL.so.1 is missing; install the Debian package libgl1 "
+                   "(as root: apt-get install libgl1).\n")
+
+
+def test_the_wheelhouse_check_host_is_dpdesks_own(wheelhouse):
+    assert (wheelhouse / "check-host.py").read_bytes() == (ROOT / "dpdesk" / "hostlibs.py").read_bytes()
 
 
 # --- the standalone bundle (slow: a PyInstaller build takes minutes) -----------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import traceback
 
@@ -54,6 +55,15 @@ def make_app(argv=None):
 
 
 def run_app(path: str | None = None, sample: bool = False) -> int:
+    from ..errors import SystemLibraryError
+    from ..hostlibs import missing_sentence
+
+    # before Qt loads them: a missing library is then one sentence, not a traceback from Qt
+    # (offscreen and the other platforms without a window need no X11 libraries)
+    platform = os.environ.get("QT_QPA_PLATFORM", "").split(":")[0] or ("xcb" if os.environ.get("DISPLAY") else "")
+    problem = missing_sentence("window" if platform == "xcb" else "qt")
+    if problem:
+        raise SystemLibraryError(problem)
     from PySide6.QtCore import QTimer
 
     from ..data import load

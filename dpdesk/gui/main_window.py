@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QRect, QSettings, QSize
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMainWindow,
-                               QMessageBox, QPushButton, QStackedWidget, QVBoxLayout, QWidget)
+                               QMessageBox, QPushButton, QScrollArea, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget)
 
 from .. import __version__
 from ..errors import DpdeskError
@@ -26,6 +26,20 @@ from .wizard import ImportWizard
 
 STEPS = ["① Data", "② Configure", "③ Compare", "④ Plan", "⑤ Release"]
 MAX_RECENT = 8
+PREFERRED_SIZE = QSize(1280, 820)
+# room for the window manager's title bar and borders, which Qt learns only once the window is mapped
+DECORATION_ALLOWANCE = QSize(16, 48)
+
+
+def fitted_geometry(available: QRect, preferred: QSize = PREFERRED_SIZE) -> QRect:
+    """The main window's first geometry (without decorations): the preferred size, shrunk to the
+    screen's available area less room for decorations, centred in that area."""
+    width = max(1, min(preferred.width(), available.width() - DECORATION_ALLOWANCE.width()))
+    height = max(1, min(preferred.height(), available.height() - DECORATION_ALLOWANCE.height()))
+    frame_width, frame_height = width + DECORATION_ALLOWANCE.width(), height + DECORATION_ALLOWANCE.height()
+    x = available.x() + max(0, (available.width() - frame_width) // 2)
+    y = available.y() + max(0, (available.height() - frame_height) // 2)
+    return QRect(x, y, width, height)
 
 
 class DataPage(QWidget):
@@ -80,7 +94,9 @@ class MainWindow(QMainWindow):
         self.state = AppState()
         self.settings = QSettings(str(user_data_dir() / "settings.ini"), QSettings.IniFormat)
         self.setAcceptDrops(True)
-        self.resize(1280, 820)
+        first = fitted_geometry(self.screen().availableGeometry())
+        self.resize(first.size())
+        self.move(first.topLeft())
         central = QWidget()
         self.setCentralWidget(central)
         layout = QHBoxLayout(central)
@@ -108,7 +124,19 @@ class MainWindow(QMainWindow):
         self.plan_page = PlanPage(self.state)
         self.release_page = ReleasePage(self.state)
         for page in (self.data_page, self.configure_page, self.compare_page, self.plan_page, self.release_page):
-            self.pages.addWidget(page)
+            if page is self.compare_page:
+                # not in a scroll area: painting its streaming pyqtgraph plots inside one crashes
+                # PySide (6.9.3 and 6.10.3, in the end-to-end test); on a small screen it is cut
+                # at the bottom instead of pushing the window off the screen
+                page.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Ignored)
+                self.pages.addWidget(page)
+                continue
+            # a page taller or wider than a small screen scrolls instead of pushing the window off it
+            scroller = QScrollArea()
+            scroller.setWidgetResizable(True)
+            scroller.setFrameShape(QFrame.NoFrame)
+            scroller.setWidget(page)
+            self.pages.addWidget(scroller)
         layout.addWidget(self.pages, 1)
         self.steps.currentRowChanged.connect(self.pages.setCurrentIndex)
         self.steps.setCurrentRow(0)
