@@ -17,7 +17,7 @@ source "$here/lib.sh"
 out="${1:-$here/wheelhouse}"
 python="${PYTHON:-python3}"
 TARGET_PYTHONS=(3.11 3.12 3.13)
-# the newest glibc a wheel may need: Debian 12's 2.36 (the wheels in use need at most 2.28)
+# the newest glibc a wheel may need: Debian 12's 2.36 (PySide6 6.10.3 needs 2.34, the rest at most 2.28)
 GLIBC_MINOR_MAX=36
 
 mkdir -p "$out"

@@ -265,8 +265,9 @@ def test_the_wheelhouse_holds_wheels_for_each_target_python(wheelhouse, tmp_path
     for helper in ("install-offline.sh", "install-desktop.sh", "check-host.py", "dpdesk.desktop", "icons/dpdesk.svg"):
         assert (wheelhouse / helper).is_file(), helper
     # pip itself agrees that every target Python gets a complete, hash-checked set from it alone,
-    # on a glibc as old as Debian 11's (pip takes the platform tags it is given, no older ones)
-    platforms = [arg for minor in range(31, 16, -1) for arg in ("--platform", f"manylinux_2_{minor}_x86_64")]
+    # on Debian 12's glibc, the oldest with a Python the wheelhouse serves (pip takes the platform
+    # tags it is given, no newer ones)
+    platforms = [arg for minor in range(36, 16, -1) for arg in ("--platform", f"manylinux_2_{minor}_x86_64")]
     for version in TARGET_PYTHONS:
         run = subprocess.run(
             [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
