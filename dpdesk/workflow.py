@@ -27,7 +27,10 @@ from .tasks import CancelToken, ProgressFn, no_progress
 
 DEFAULT_CHOSEN = "chosen before looking at results"
 REPORT_FILES = {"html": "privacy-report.html", "pdf": "privacy-report.pdf"}
-INTERNAL_REPORT_FILE = "internal-report-NOT-FOR-PUBLICATION.html"
+# the internal report is always written as HTML, and also as PDF when the public one is
+INTERNAL_REPORT_FILES = {"html": "internal-report-NOT-FOR-PUBLICATION.html",
+                         "pdf": "internal-report-NOT-FOR-PUBLICATION.pdf"}
+INTERNAL_REPORT_FILE = INTERNAL_REPORT_FILES["html"]
 
 
 def output_names(formats, reports, internal_report: bool) -> list[str]:
@@ -41,7 +44,7 @@ def output_names(formats, reports, internal_report: bool) -> list[str]:
             raise ParameterError(f"Unknown report format '{r}'; choose html and/or pdf.")
         names.append(REPORT_FILES[r])
     if internal_report:
-        names.append(INTERNAL_REPORT_FILE)
+        names.extend(INTERNAL_REPORT_FILES[r] for r in ("html", "pdf") if r == "html" or r in reports)
     return names
 
 
@@ -90,7 +93,7 @@ def export_release(release, data, out_dir, *, formats=("csv", "json"), reports=(
     out = Path(out_dir)
     check_targets([out / name for name in output_names(formats, reports, internal_report)], force)
     if "pdf" in reports and pdf_writer is None:
-        pdf_writer = _default_pdf_writer()
+        from .report.pdf import html_to_pdf as pdf_writer
     rendered = dict(files or {})
     missing = [f for f in formats if f"release.{f}" not in rendered]
     if missing:
@@ -108,8 +111,10 @@ def export_release(release, data, out_dir, *, formats=("csv", "json"), reports=(
             if "pdf" in reports:
                 files[REPORT_FILES["pdf"]] = pdf_writer(html)
         if internal_report:
-            files[INTERNAL_REPORT_FILE] = internal_report_module.internal_report_html(
-                data, release, comparison=comparison).encode("utf-8")
+            internal_html = internal_report_module.internal_report_html(data, release, comparison=comparison)
+            files[INTERNAL_REPORT_FILES["html"]] = internal_html.encode("utf-8")
+            if "pdf" in reports:
+                files[INTERNAL_REPORT_FILES["pdf"]] = pdf_writer(internal_html)
     if cancel is not None:
         cancel.check()  # last moment to stop: nothing has been written yet
     progress(0.9, "Writing files")
@@ -129,18 +134,9 @@ def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *,
     if not formats:
         raise ParameterError("Choose at least one release format (csv, json, parquet).")
     api.validate(data, mechanism_id, epsilon, params)
-    if "pdf" in reports and pdf_writer is None:
-        pdf_writer = _default_pdf_writer()  # fails now (no Qt), not after the noise
     check_targets([Path(out_dir) / name for name in output_names(formats, reports, internal_report)], force)
     release, files = secure_release(data, mechanism_id, epsilon, params, chosen_how=chosen_how,
                                     override_cap=override_cap, ledger=ledger, formats=formats,
                                     progress=progress, cancel=cancel)
     return export_release(release, data, out_dir, formats=formats, reports=reports, internal_report=internal_report,
                           force=force, pdf_writer=pdf_writer, comparison=comparison, files=files, progress=progress)
-
-
-def _default_pdf_writer():
-    # Qt's PDF writer lives in the GUI package (the only place that may import Qt)
-    from .gui.pdf import html_to_pdf
-
-    return html_to_pdf
