@@ -366,7 +366,8 @@ class ExportDialog(QDialog):
         self.internal = QCheckBox(INTERNAL_REPORT_FILE)
         internal_layout.addWidget(self.internal)
         internal_layout.addWidget(_note("true-data summary, truncation counts, realised errors and the comparison "
-                                        "results — keep it inside your organisation"))
+                                        "results — keep it inside your organisation (also as PDF when the PDF "
+                                        "report is ticked)"))
         layout.addWidget(internal)
         self.overwrite = QCheckBox("Replace files that already exist in this folder")
         layout.addWidget(self.overwrite)

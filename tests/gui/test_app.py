@@ -124,7 +124,7 @@ def test_end_to_end_import_compare_release_export(window, qtbot, data_dir, tmp_p
     assert not dialogs, dialogs
     names = {p.name for p in dialog.written}
     assert names == {"release.csv", "release.parquet", "release.json", "privacy-report.html", "privacy-report.pdf",
-                     "internal-report-NOT-FOR-PUBLICATION.html"}
+                     "internal-report-NOT-FOR-PUBLICATION.html", "internal-report-NOT-FOR-PUBLICATION.pdf"}
     table = pd.read_csv(out / "release.csv", dtype={"item": str})
     assert len(table) == 16470 and np.allclose(table["noisy_count"], release.values)
     report = (out / "privacy-report.html").read_text()
@@ -236,7 +236,7 @@ def test_project_round_trip(window, qtbot, data_dir, tmp_path):
 
 
 def test_many_qt_calls_do_not_crash(qtbot):
-    # QT-NOTES: PySide6 6.12 dies after a few thousand void-returning calls on Python 3.11
+    # docs/QT-NOTES.md: PySide6 6.12 dies after a few thousand void-returning calls on Python 3.11
     from PySide6.QtWidgets import QProgressBar
 
     bar = QProgressBar()
