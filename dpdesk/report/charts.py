@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import html
 import io
+import os
 import re
+import sys
 
 import numpy as np
 
@@ -40,6 +42,19 @@ _STYLE = {
 _NO_METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}
 
 
+def _matplotlib():
+    """matplotlib, configured from dpdesk's data folder: its font cache lives there (with
+    ``DPDESK_HOME`` set, nothing is written to the home directory) and a user's own
+    matplotlibrc cannot change how reports look."""
+    if "matplotlib" not in sys.modules:
+        from ..paths import user_data_dir
+
+        os.environ.setdefault("MPLCONFIGDIR", str(user_data_dir() / "matplotlib"))
+    import matplotlib
+
+    return matplotlib
+
+
 def _figure(size=FIGURE_SIZE):
     from matplotlib.figure import Figure
 
@@ -49,8 +64,7 @@ def _figure(size=FIGURE_SIZE):
 
 def _svg(figure, title: str) -> str:
     """The figure as an ``<svg>`` element to inline in HTML (no XML prolog), labelled with ``title``."""
-    import matplotlib
-
+    matplotlib = _matplotlib()
     buffer = io.StringIO()
     with matplotlib.rc_context(_STYLE):
         figure.savefig(buffer, format="svg", metadata=_NO_METADATA)
@@ -65,8 +79,7 @@ def _svg(figure, title: str) -> str:
 
 def _draw(draw, title: str, size=FIGURE_SIZE) -> str:
     """Run ``draw(figure, axes)`` under the report style and return the labelled SVG."""
-    import matplotlib
-
+    matplotlib = _matplotlib()
     with matplotlib.rc_context(_STYLE):
         figure, axes = _figure(size)
         draw(figure, axes)
