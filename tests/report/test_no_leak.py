@@ -227,7 +227,7 @@ def test_no_true_value_in_public_files_cells(mechanism_id, tmp_path, dpdesk_home
     out = tmp_path / "out"
     release_to_files(data, mechanism_id, 0.5, declared_params(mechanism, CELL_SETTINGS.get(mechanism_id)), out,
                      reports=("html",))
-    # DESIGN §3 lets Cormode's methods treat n and ‖M‖₁ as public facts when the report says
+    # docs/ARCHITECTURE.md §3 lets Cormode's methods treat n and ‖M‖₁ as public facts when the report says
     # so; the cell counts themselves never are
     values = Forbidden({f"count {k}": number_forms(c) for k, c in enumerate(data.counts)}, data.fingerprint)
     report = (out / "privacy-report.html").read_text(encoding="utf-8")
