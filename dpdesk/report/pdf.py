@@ -420,6 +420,10 @@ def _paragraph(pdf, block: Paragraph) -> None:
     pdf.ln(1.6)
 
 
+def _bold(run: Run) -> bool:
+    return run.bold or run.big
+
+
 def _cell_markdown(runs: list[Run]) -> str:
     """A cell's runs as fpdf2 markdown: bold (and big) runs in ``**``; marker characters escaped."""
     parts = []
@@ -427,7 +431,7 @@ def _cell_markdown(runs: list[Run]) -> str:
         text = run.text.replace("\\", "\\\\")
         for marker in ("**", "__", "~~", "--"):
             text = text.replace(marker, "\\" + marker)
-        bold = (run.bold or run.big) and text.strip()
+        bold = _bold(run) and text.strip()
         parts.append(f"**{text}**" if bold else text)
     return "".join(parts).replace("****", "")
 
@@ -476,7 +480,12 @@ def _table_block(pdf, block: Table) -> None:
     pdf.set_line_width(0.2)
     pdf.set_text_color(*TEXT)
     pdf.set_font(SANS, "", 9.0)
-    options = dict(width=sum(widths), col_widths=widths, align="LEFT", text_align="LEFT", markdown=True,
+    cells = [cell for row in block.rows for cell in row]
+    # fpdf2's markdown gives partly bold cells, but it would also turn "[text](target)" into a link:
+    # used only when a cell needs it and no cell could be read as a link
+    markdown = any(len({_bold(r) for r in c.runs if r.text.strip()}) > 1 for c in cells) and not any(
+        "](" in _plain(c.runs) for c in cells)
+    options = dict(width=sum(widths), col_widths=widths, align="LEFT", text_align="LEFT", markdown=markdown,
                    first_row_as_headings=header, line_height=_line_mm(9.0), v_align="TOP",
                    padding=(padding * 0.6, padding if not block.borderless else 3.0, padding * 0.6, padding * 0.2),
                    borders_layout="NONE" if block.borderless else "ALL",
@@ -486,11 +495,16 @@ def _table_block(pdf, block: Table) -> None:
         for row in block.rows:
             table_row = table.row()
             for cell in row:
-                mono = bool(cell.runs) and all(r.mono for r in cell.runs if r.text.strip())
-                style = FontFace(family=MONO, size_pt=7.5) if mono else None
-                if block.borderless and not cell.numeric and cell is row[0] and len(row) > 1:
+                shown = [r for r in cell.runs if r.text.strip()]
+                style = None
+                if shown and all(r.mono for r in shown):
+                    style = FontFace(family=MONO, size_pt=7.5)
+                elif block.borderless and not cell.numeric and cell is row[0] and len(row) > 1:
                     style = FontFace(color=MUTED)
-                table_row.cell(_cell_markdown(cell.runs), align="RIGHT" if cell.numeric else "LEFT", style=style)
+                elif not markdown and not cell.header and shown and all(_bold(r) for r in shown):
+                    style = FontFace(emphasis="BOLD")
+                text = _cell_markdown(cell.runs) if markdown else _plain(cell.runs)
+                table_row.cell(text, align="RIGHT" if cell.numeric else "LEFT", style=style)
     pdf.ln(2.5)
 
 

@@ -244,3 +244,19 @@ def test_glyphs_of_a_coloured_text_keep_their_colour_in_the_pdf():
     assert red_text, "the marker label is drawn in red"
     uses = re.findall(r"<use [^>]*>", red_text.group(1))
     assert uses and all("fill: #b3261e" in use for use in uses)
+
+
+def test_text_that_looks_like_markup_stays_text(tmp_path):
+    # a steward's words go into cells and paragraphs: never a link, never bold by accident
+    html = page("Markup test", "<h2>Words</h2>" + table(
+        [("<b>Mechanism</b>", "see [the site](https://example.org) **now**"), ("Note", "a -- b __c__ \\\\d")],
+        ["Fact", "Value"]) + "<p>[x](https://example.org) **y**</p>"
+        # a partly bold cell makes the table use fpdf2's markdown: the markers must be escaped
+        + table([("<b>ε = 1</b> (one person)", "kept **as** typed -- here")], ["Fact", "Value"]))
+    pdf = html_to_pdf(html)
+    assert b"/URI" not in pdf
+    path = tmp_path / "markup.pdf"
+    path.write_bytes(pdf)
+    text = " ".join(" ".join(pdf_pages_text(path)).split())
+    assert "see [the site](https://example.org) **now**" in text and "[x](https://example.org) **y**" in text
+    assert "a -- b __c__" in text and "kept **as** typed -- here" in text and "ε = 1 (one person)" in text
