@@ -437,17 +437,20 @@ def _cell_markdown(runs: list[Run]) -> str:
 
 
 def _column_widths(pdf, table: Table, padding: float) -> list[float]:
+    """``padding``: a cell's left plus right padding (mm)."""
     """Column widths from the content: natural widths when they fit, else shrink the wide columns."""
     columns = max(len(r) for r in table.rows)
     natural, least = [0.0] * columns, [0.0] * columns
     for row in table.rows:
         for j, cell in enumerate(row):
             mono = bool(cell.runs) and all(r.mono for r in cell.runs if r.text.strip())
-            pdf.set_font(MONO if mono else SANS, "B" if cell.header else "", 8.0 if mono else 9.0)
+            bold = cell.header or any(_bold(r) for r in cell.runs)  # measured bold: never too narrow
+            pdf.set_font(MONO if mono else SANS, "B" if bold and not mono else "", 7.5 if mono else 9.0)
             text = _plain(cell.runs)
-            natural[j] = max(natural[j], pdf.get_string_width(text) + 2 * padding + 0.5)
+            room = padding + 2 * pdf.c_margin + 0.5  # fpdf2 keeps its cell margin inside the padding
+            natural[j] = max(natural[j], pdf.get_string_width(text) + room)
             longest_word = max((pdf.get_string_width(w) for w in text.split()), default=0.0)
-            least[j] = max(least[j], min(longest_word + 2 * padding + 0.5, pdf.epw / columns))
+            least[j] = max(least[j], min(longest_word + room, pdf.epw / columns))
     if sum(natural) <= pdf.epw:
         return natural
     # columns narrower than a fair share keep their natural width; the others share the rest
@@ -472,8 +475,9 @@ def _table_block(pdf, block: Table) -> None:
 
     if not block.rows:
         return
-    padding = 0.6 if block.borderless else 1.6
-    widths = _column_widths(pdf, block, padding)
+    # top, right, bottom, left (mm): borderless key-value tables keep a gap between their columns
+    padding = (0.36, 3.0, 0.36, 0.0) if block.borderless else (0.96, 1.6, 0.96, 1.6)
+    widths = _column_widths(pdf, block, padding[1] + padding[3])
     header = all(c.header for c in block.rows[0])
     pdf.set_draw_color(*TABLE_BORDER)
     pdf.set_fill_color(255, 255, 255)
@@ -487,7 +491,7 @@ def _table_block(pdf, block: Table) -> None:
         "](" in _plain(c.runs) for c in cells)
     options = dict(width=sum(widths), col_widths=widths, align="LEFT", text_align="LEFT", markdown=markdown,
                    first_row_as_headings=header, line_height=_line_mm(9.0), v_align="TOP",
-                   padding=(padding * 0.6, padding if not block.borderless else 3.0, padding * 0.6, padding * 0.2),
+                   padding=padding,
                    borders_layout="NONE" if block.borderless else "ALL",
                    headings_style=FontFace(emphasis="BOLD", fill_color=TABLE_HEADER_FILL, color=TEXT))
     pdf.ln(0.5)
