@@ -55,10 +55,19 @@ def _matplotlib():
     return matplotlib
 
 
-def _figure(size=FIGURE_SIZE):
+MARGINS_INCHES = {"left": 0.85, "bottom": 0.5, "top": 0.12, "right": 0.15}
+LEGEND_INCHES = 1.75  # extra room on the right of a chart with a legend
+
+
+def _figure(size=FIGURE_SIZE, legend: bool = False):
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=size, layout="constrained")
+    # fixed margins rather than constrained layout, which draws every figure twice
+    width, height = size
+    right = MARGINS_INCHES["right"] + (LEGEND_INCHES if legend else 0.0)
+    figure = Figure(figsize=size)
+    figure.subplots_adjust(left=MARGINS_INCHES["left"] / width, right=1 - right / width,
+                           bottom=MARGINS_INCHES["bottom"] / height, top=1 - MARGINS_INCHES["top"] / height)
     return figure, figure.add_subplot()
 
 
@@ -77,11 +86,11 @@ def _svg(figure, title: str) -> str:
     return f'<div class="plot">{svg[:head_end]}\n <title>{label}</title>{svg[head_end:]}</div>'
 
 
-def _draw(draw, title: str, size=FIGURE_SIZE) -> str:
+def _draw(draw, title: str, size=FIGURE_SIZE, legend: bool = False) -> str:
     """Run ``draw(figure, axes)`` under the report style and return the labelled SVG."""
     matplotlib = _matplotlib()
     with matplotlib.rc_context(_STYLE):
-        figure, axes = _figure(size)
+        figure, axes = _figure(size, legend)
         draw(figure, axes)
         return _svg(figure, title)
 
@@ -164,7 +173,7 @@ def lines(series: list[dict], *, x_label: str, y_label: str, log_x: bool = False
             axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
     size = WIDE_FIGURE_SIZE if len(series) > 1 else FIGURE_SIZE
-    return _draw(draw, title or f"{y_label} against {x_label}", size)
+    return _draw(draw, title or f"{y_label} against {x_label}", size, legend=len(series) > 1)
 
 
 def numbers_table(header: list[str], rows: list[tuple], summary: str = "The numbers behind the chart") -> str:
