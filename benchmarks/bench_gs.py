@@ -1,4 +1,4 @@
-"""Speed of the GS family and FPA (issue 4; DESIGN.md §4 "Efficiency").
+"""Speed of the GS family and FPA (issue 4; docs/ARCHITECTURE.md §4 "Efficiency").
 
 Prints, measured in one run:
 

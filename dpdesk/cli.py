@@ -52,7 +52,8 @@ def _import_options(args) -> dict:
 def _add_import_arguments(parser) -> None:
     group = parser.add_argument_group("import options (default: detected)")
     group.add_argument("--format", default="auto",
-                       choices=["auto", "transactions", "pairs", "matrix", "records", "cells"])
+                       choices=["auto", "transactions", "pairs", "matrix", "records", "cells"],
+                       help="the file's layout (default: detected from its content)")
     group.add_argument("--delimiter", help="',', ';', '|', 'tab' or 'whitespace'")
     group.add_argument("--encoding", help="auto, utf-8, utf-8-sig, latin-1 or cp1252")
     group.add_argument("--header", dest="header", action="store_true", default=None, help="the first line is a header")
@@ -96,7 +97,7 @@ def cmd_inspect(args) -> int:
     summary = data.summary()
     if args.json:
         keys = ("rows", "columns", "nonzeros", "density", "max_row_count", "mean_row_count", "avg_column_count")
-        print(json.dumps({k: summary[k] for k in keys}))
+        print(json.dumps({**{k: summary[k] for k in keys}, "fingerprint": data.fingerprint}))
         return 0
     print(f"{data.describe()}  [format: {data.source.get('format')}]")
     labels = {
@@ -411,20 +412,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_sample)
 
     p = sub.add_parser("inspect", help="read a data file and print its (internal) figures")
-    p.add_argument("file")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("file", help="the data file (.gz is read transparently)")
+    p.add_argument("--json", action="store_true", help="print the figures and the fingerprint as JSON")
     _add_import_arguments(p)
     p.set_defaults(func=cmd_inspect)
 
     p = sub.add_parser("mechanisms", help="list the mechanisms and their parameters")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="every parameter with its type, default, bounds and help")
     p.set_defaults(func=cmd_mechanisms)
 
     p = sub.add_parser("release", help="run one mechanism with secure randomness and write the release")
-    p.add_argument("file", nargs="?")
+    p.add_argument("file", nargs="?", help="the data file (or give --project)")
     p.add_argument("--project", help="a .dpdesk project file (its data and chosen release)")
-    p.add_argument("--mechanism")
-    p.add_argument("--epsilon", type=float)
+    p.add_argument("--mechanism", help="the mechanism id (see `dpdesk mechanisms`)")
+    p.add_argument("--epsilon", type=float, help="the privacy level ε this release spends")
     p.add_argument("--bound", type=int, help="declared bound Δ: most items per person")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="a mechanism parameter (repeatable)")
     p.add_argument("--out", required=True, help="output folder")
@@ -470,27 +471,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("compare", help="compare mechanisms over an ε grid on the true data (internal)")
-    p.add_argument("file")
+    p.add_argument("file", help="the data file")
     p.add_argument("--mechanisms", required=True, help="comma-separated mechanism ids")
     p.add_argument("--epsilon", required=True, help="comma-separated ε values")
-    p.add_argument("--repeats", type=int, default=10)
-    p.add_argument("--seed", type=int)
-    p.add_argument("--bound", type=int)
-    p.add_argument("--param", action="append", metavar="NAME=VALUE")
+    p.add_argument("--repeats", type=int, default=10, help="runs of each mechanism at each ε (default 10)")
+    p.add_argument("--seed", type=int, help="seed of the exploration randomness, to repeat a comparison exactly")
+    p.add_argument("--bound", type=int, help="declared bound Δ: most items per person")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE", help="a mechanism parameter (repeatable)")
     p.add_argument("--k", type=int, default=100, help="k for the top-k metrics")
-    p.add_argument("--out", required=True)
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--out", required=True, help="output folder for results.csv (every run) and summary.csv")
+    p.add_argument("--quiet", action="store_true", help="do not show progress")
     _add_import_arguments(p)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("plan", help="noise magnitude, minimum true answer and ε needed (Shoaran et al.)")
-    p.add_argument("--epsilon", type=float, required=True)
+    p.add_argument("--epsilon", type=float, required=True, help="the privacy level ε of the noise")
     p.add_argument("--probability", type=float, required=True, help="pr: chance the noise exceeds the magnitude")
     p.add_argument("--relative-error", dest="relative_error", type=float, required=True, help="e.g. 0.1 for 10%%")
-    p.add_argument("--sensitivity", type=float, default=1.0)
+    p.add_argument("--sensitivity", type=float, default=1.0, help="the query's sensitivity (default 1)")
     p.add_argument("--index", help="query index g1,g2,... (DIFF)")
     p.add_argument("--answer", type=float, help="true answer N: print the ε needed")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("ledger", help="the privacy budget ledger")

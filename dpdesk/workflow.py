@@ -51,7 +51,10 @@ from .tasks import CancelToken, ProgressFn, no_progress
 
 DEFAULT_CHOSEN = "chosen before looking at results"
 REPORT_FILES = {"html": "privacy-report.html", "pdf": "privacy-report.pdf"}
-INTERNAL_REPORT_FILE = "internal-report-NOT-FOR-PUBLICATION.html"
+# the internal report is always written as HTML, and also as PDF when the public one is
+INTERNAL_REPORT_FILES = {"html": "internal-report-NOT-FOR-PUBLICATION.html",
+                         "pdf": "internal-report-NOT-FOR-PUBLICATION.pdf"}
+INTERNAL_REPORT_FILE = INTERNAL_REPORT_FILES["html"]
 DATA_FILES = ("release.csv", "release.parquet")  # their hashes go into the ledger entry
 STAGING_PREFIX = ".dpdesk-staging-"
 
@@ -183,7 +186,7 @@ def write_export(target: ExportTarget, files: dict[str, bytes]) -> list[Path]:
     parent = folder.parent
     _clear_stale_staging(parent, folder.name)
     if folder.is_dir():  # temporaries an earlier dpdesk left inside the folder (it staged there)
-        for name in [*files, INTERNAL_REPORT_FILE]:
+        for name in [*files, *INTERNAL_REPORT_FILES.values()]:
             for stale in folder.glob(f".{glob_escape(name)}.*.part"):
                 stale.unlink(missing_ok=True)
     try:
@@ -484,7 +487,7 @@ def export_release(release, data, out_dir, *, formats=("csv", "json"), reports=(
         if owned:
             target = prepare_export(out_dir, names, force=force)
         if "pdf" in reports and pdf_writer is None:
-            pdf_writer = _default_pdf_writer()
+            from .report.pdf import html_to_pdf as pdf_writer
         rendered = dict(files or {})
         missing = [f for f in formats if f"release.{f}" not in rendered]
         if missing:
@@ -504,13 +507,16 @@ def export_release(release, data, out_dir, *, formats=("csv", "json"), reports=(
             from .report import internal as internal_report_module
 
             source = release.data if release.data is not None else data
-            internal = internal_report_module.internal_report_html(source, release, comparison=comparison)
+            html = internal_report_module.internal_report_html(source, release, comparison=comparison)
+            internal = {"html": html.encode("utf-8")}
+            if "pdf" in reports:
+                internal["pdf"] = pdf_writer(html)
         if cancel is not None:
             cancel.check()  # last moment to stop: nothing has been written yet
         progress(0.9, "Writing files")
         paths = write_export(target, out_files)
         if internal is not None:
-            paths.append(_write_internal(internal, release, internal_dir))
+            paths.extend(_write_internal(internal, release, internal_dir))
     except DpdeskError as error:
         if entry is None:
             raise
@@ -528,22 +534,27 @@ def _after_recording(message: str, entry: int, out_dir) -> str:
             f"`dpdesk export --entry {entry} --out {out_dir}` to write the files.")
 
 
-def _write_internal(html: str, release, internal_dir) -> Path:
+def _write_internal(contents: dict[str, bytes], release, internal_dir) -> list[Path]:
+    """The internal report (HTML, and PDF when asked), owner-only, in the steward's folder."""
     folder = Path(internal_dir) if internal_dir is not None else internal_reports_dir()
     entry = (release.report.get("ledger") or {}).get("entry")
-    name = f"entry-{entry}-{INTERNAL_REPORT_FILE}" if entry is not None else INTERNAL_REPORT_FILE
+    written = []
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".part")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(html.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, 0o600)
-        os.replace(temporary, folder / name)
+        for kind, content in contents.items():
+            base = INTERNAL_REPORT_FILES[kind]
+            name = f"entry-{entry}-{base}" if entry is not None else base
+            fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".part")
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(content)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(temporary, 0o600)
+            os.replace(temporary, folder / name)
+            written.append(folder / name)
     except OSError as error:
         raise ExportError(f"Cannot write the internal report in {folder}: {error.strerror or error}.") from None
-    return folder / name
+    return written
 
 
 def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *, dataset: str | None = None,
@@ -570,7 +581,7 @@ def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *,
     declared = check_request(mechanism_id, epsilon, params, dataset=dataset, items=items, ledger=ledger,
                              override_cap=override_cap, carried=loaded.domain if carried else None)
     if "pdf" in reports and pdf_writer is None:
-        pdf_writer = _default_pdf_writer()  # fails now, not after the noise
+        from .report.pdf import html_to_pdf as pdf_writer  # fails now (a missing library), not after the noise
     with prepare_export(out_dir, names, force=force) as target:
         if loaded is None:
             progress(0.02, "Reading the data")
@@ -604,10 +615,3 @@ def reexport(entry_id: int, out_dir, *, formats=("csv", "json"), reports=(), for
                               "(a different dpdesk version?); nothing was written.")
     return export_release(release, None, out_dir, formats=formats, reports=reports, force=force,
                           pdf_writer=pdf_writer, files=files)
-
-
-def _default_pdf_writer():
-    # Qt's PDF writer lives in the GUI package (the only place that may import Qt)
-    from .gui.pdf import html_to_pdf
-
-    return html_to_pdf

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Install everything the tests need and run the whole test suite.
+# Install everything the tests need and run the whole test suite; a full run (no arguments,
+# as CI calls it) then also releases with HTML and PDF reports in a virtual environment
+# without Qt (scripts/check-headless.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
 export QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
-exec .venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest "$@"
+if [ $# -eq 0 ]; then
+  bash scripts/check-headless.sh
+fi

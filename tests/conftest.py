@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-# pytest-qt's qapp aborts without a display unless Qt is told to render offscreen (QT-NOTES.md)
+# pytest-qt's qapp aborts without a display unless Qt is told to render offscreen (docs/QT-NOTES.md)
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # never touch the user's real ledger or logs
 os.environ["DPDESK_HOME"] = tempfile.mkdtemp(prefix="dpdesk-test-home-")

@@ -1,4 +1,4 @@
-"""The two data shapes of DESIGN.md §2.
+"""The two data shapes of docs/ARCHITECTURE.md §2.
 
 * :class:`Dataset` — incidence data: rows are people, columns are items, a cell says the
   person has the item (a CSR matrix of ones, or of values for non-binary data).

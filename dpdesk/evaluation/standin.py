@@ -1,4 +1,4 @@
-"""Stand-in data for comparisons that leak nothing (DESIGN.md §3).
+"""Stand-in data for comparisons that leak nothing (docs/ARCHITECTURE.md §3).
 
 Comparing mechanisms on the true data and picking the one with the lowest error is a
 data-dependent choice. A stand-in avoids that: synthetic data shaped only by facts the

@@ -416,7 +416,7 @@ class ExportDialog(QDialog):
         internal_layout.addWidget(self.internal)
         internal_layout.addWidget(_note("true-data summary, truncation counts, realised errors and the comparison "
                                         f"results — saved in dpdesk's own folder ({internal_reports_dir()}), never "
-                                        "in the export folder; keep it inside your organisation"))
+                                        "in the export folder; keep it inside your organisation (also as PDF when the PDF report is ticked)"))
         layout.addWidget(internal)
         self.overwrite = QCheckBox("Replace files that already exist in this folder")
         layout.addWidget(self.overwrite)

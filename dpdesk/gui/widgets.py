@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QHeaderView, QL
                                QSizePolicy, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ..errors import DpdeskError
-from ..paths import user_data_dir
 
 # Okabe–Ito: distinguishable with every common form of colour blindness
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
@@ -313,7 +312,9 @@ def show_error(parent, error: BaseException, details: str = "") -> None:
     if isinstance(error, DpdeskError):
         QMessageBox.warning(parent, error.title, f"{error}\n\nPlease correct this and try again.")
         return
-    log_path = user_data_dir() / "dpdesk.log"
+    from .app import setup_logging
+
+    log_path = setup_logging()  # the file named below really gets the details
     log.error("unexpected error: %s\n%s", error, details)
     box = QMessageBox(QMessageBox.Critical, "Something went wrong",
                       "dpdesk hit an unexpected problem. Your work is still open and nothing was published.\n\n"

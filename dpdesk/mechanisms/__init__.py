@@ -1,4 +1,4 @@
-"""The mechanism registry (DESIGN.md §4).
+"""The mechanism registry (docs/ARCHITECTURE.md §4).
 
 ``dpdesk.mechanisms()`` lists the registered mechanisms (this module is callable so that
 the documented API name and the package name coincide); ``get(id)`` returns one.

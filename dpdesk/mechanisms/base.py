@@ -118,7 +118,7 @@ BOUND = Param(
     help="The most items one person may contribute, declared by you before looking at the data. "
          "People with more items keep a random Δ of them (truncation). Never set it from the data's "
          "observed maximum: that is not private.",
-    minimum=1, maximum=10**9, unit="items per person", reference="GS §2.1; DESIGN §3", required=True, log=True)
+    minimum=1, maximum=10**9, unit="items per person", reference="GS §2.1; docs/ARCHITECTURE.md §3", required=True, log=True)
 
 
 @dataclass

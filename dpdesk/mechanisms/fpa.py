@@ -45,7 +45,7 @@ conjugate symmetry gives back in (b). So Theorem 2's formula is right for this r
 and agrees with (b); the appendix's final formula is √Δ too large; (a) is smaller than
 both whenever 2ρΔ' < d (roughly), which is the common case.
 
-Noise on a grid (DESIGN §3)
+Noise on a grid (docs/ARCHITECTURE.md §3)
 ---------------------------
 The coordinates are real, so they are rounded to a power-of-two grid γ and get
 γ·DiscreteLaplace(b/γ) (as ``grid_laplace`` does; here in exact integers). Rounding can move each of the 2K + R

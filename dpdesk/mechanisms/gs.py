@@ -21,7 +21,7 @@ Noise on the group sums, exactly (Lemma 1 and 2)
 Let S_j = Σ_{i∈g_j} c_i (an integer). One person holds m_j of their items in group j and
 Σ_j m_j ≤ Δ'. Adding discrete Laplace noise of scale |g_j|·b to S_j and publishing
 (S_j + noise)/|g_j| is the same as Laplace(b) on the average but exact (no floating-point
-attack surface, DESIGN §3). Its privacy loss is
+attack surface, docs/ARCHITECTURE.md §3). Its privacy loss is
 
     Σ_j m_j / (|g_j|·b) ≤ Σ_j m_j / (w·b) ≤ Δ'/(w·b),
 

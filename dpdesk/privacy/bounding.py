@@ -1,6 +1,6 @@
 """Contribution bounding: every person keeps at most the declared bound Δ of their items.
 
-The bound is *declared* by the steward (public), never read off the data (DESIGN.md §3).
+The bound is *declared* by the steward (public), never read off the data (docs/ARCHITECTURE.md §3).
 A row with more than Δ items keeps a uniformly random Δ of them, chosen independently
 per row, before any mechanism runs. After that, adding or removing one person changes
 at most Δ column counts by one each: the L1 sensitivity of the count vector is Δ.

@@ -7,8 +7,9 @@ per person against the declared bound, how many people were truncated, the reali
 error of this release against the truth (next to the error the public report promised),
 the mechanism's diagnostics, and the results of a comparison run if one is given.
 
-Plots are inline SVG drawn here in plain Python (no Qt outside dpdesk/gui, no network),
-so the HTML file is self-contained.
+Plots are drawn with matplotlib (:mod:`dpdesk.report.charts`) and inlined as SVG, each
+with a title and, where it helps, its numbers as a table; the HTML file is self-contained
+(no network) and :mod:`dpdesk.report.pdf` turns it into a PDF with the same vector plots.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import math
 
 import numpy as np
 
+from . import charts
 from .public import esc, fmt, page, percent, table
 
 LABEL = "INTERNAL — NOT FOR PUBLICATION"
@@ -34,10 +36,10 @@ _METRIC_LABELS = {
 }
 _METRIC_SHORT = {"mae": "MAE", "mre": "MRE", "topk_mae": "top-k MAE", "topk_mre": "top-k MRE",
                  "topk_accuracy": "top-k accuracy"}
-PALETTE = ("#1f5f99", "#d1495b", "#2a9d55", "#e09f1f", "#7a4fa3", "#00798c", "#8c564b", "#555555")
 MAX_SCATTER_POINTS = 4000
 MAX_LINE_POINTS = 2000
 MAX_MARKED_POINTS = 200
+MAX_TABLE_POINTS = 40
 TOP_ITEMS = 20
 
 
@@ -91,8 +93,10 @@ def _data_summary(data, release) -> str:
     if data.kind == "incidence" and data.n_rows:
         counts, edges = _integer_histogram(data.row_counts)
         bound = release.params.get("bound")
-        parts.append(_histogram_svg(counts, edges, "items per person", "people", marker=bound,
-                                    marker_label=f"declared Δ = {bound}" if bound else ""))
+        parts.append(charts.histogram(counts, edges, "items per person", "people", markers=(bound,) if bound else (),
+                                      marker_label=f"declared Δ = {bound}" if bound else "",
+                                      title="How many items each person has"))
+        parts.append(_histogram_numbers(counts, edges, "items per person", "people"))
         parts.append('<p class="caption">How many items each person has. '
                      + ("People to the right of the red line were truncated to Δ items." if bound else
                         "No bound Δ was declared for this mechanism.") + "</p>")
@@ -129,7 +133,7 @@ def _realised_error(data, release) -> str:
                      "steps cause is included.</p>")
         parts.append(table(rows, ["Metric", "Value"], numeric=(1,)))
         parts.append(_promised_vs_realised(release, noisy - truth))
-        parts.append(_scatter_svg(truth, noisy))
+        parts.append(_scatter(truth, noisy))
         parts.append('<p class="caption">True count (across) against released count (up) per item; the grey '
                      "line is where they are equal."
                      + (f" A deterministic sample of {MAX_SCATTER_POINTS:,} of the {truth.size:,} items is shown."
@@ -157,8 +161,10 @@ def _promised_vs_realised(release, errors: np.ndarray) -> str:
     return ("<p>The public report says 95% of counts lie within ±" + esc(f"{within:,.4g}") + " of the truth; in this "
             f"release {esc(percent(share))} do. A much lower share points at truncation bias (Δ below many "
             "people's item counts) or at clamping.</p>"
-            + _histogram_svg(*_error_histogram(errors), "released − true count", "items",
-                             marker=(-within, within), marker_label=f"±{within:,.4g}"))
+            + charts.histogram(*_error_histogram(errors), "released − true count", "items",
+                               markers=(-within, within), marker_label=f"±{within:,.4g}",
+                               title="Errors of this release, with the promised 95% range")
+            + _histogram_numbers(*_error_histogram(errors), "released − true count", "items"))
 
 
 def _integer_histogram(values: np.ndarray, most_bins: int = 60):
@@ -220,9 +226,10 @@ def _diagnostic_body(diagnostic) -> str:
         for number, (key, y) in enumerate(along):
             label = key.replace("_", " ")
             xs, ys = _thin(x, y, log=wide)
-            parts.append(_line_chart_svg([{"label": label, "x": xs, "y": ys}], x_label=x_name or x_key,
-                                         y_label=y_name if number == 0 and y_name else label, log_x=wide,
-                                         log_y=False, markers=xs.size <= MAX_MARKED_POINTS))
+            parts.append(charts.lines([{"label": label, "x": xs, "y": ys}], x_label=x_name or x_key,
+                                      y_label=y_name if number == 0 and y_name else label, log_x=wide,
+                                      log_y=False, markers=xs.size <= MAX_MARKED_POINTS))
+            parts.append(_series_numbers(x_name or x_key, label, xs, ys))
     scalars = [(esc(k), esc(fmt(v))) for k, v in data.items() if not _is_numeric_series(v)]
     if scalars:
         parts.append(table(scalars, ["Quantity", "Value"]))
@@ -274,209 +281,39 @@ def _comparison(comparison) -> str:
         positive = all(np.all(s["y"][np.isfinite(s["y"])] > 0) for s in series)
         title = _METRIC_LABELS.get(metric, str(metric))
         parts.append(f"<h3>{esc(title)} against ε</h3>")
-        parts.append(_line_chart_svg(series, x_label="ε", y_label=_METRIC_SHORT.get(metric, str(metric)),
-                                     log_x=True, log_y=positive and metric != "topk_accuracy",
-                                     y_range=(0.0, 1.0) if metric == "topk_accuracy" else None))
+        parts.append(charts.lines(series, x_label="ε", y_label=_METRIC_SHORT.get(metric, str(metric)),
+                                  log_x=True, log_y=positive and metric != "topk_accuracy",
+                                  y_range=(0.0, 1.0) if metric == "topk_accuracy" else None,
+                                  title=f"{title} against ε"))
         table_rows = [(esc(r.label), esc(fmt(r.epsilon)), esc(fmt(r.mean)), esc(f"{fmt(r.ci_low)} … {fmt(r.ci_high)}"),
                        esc(fmt(int(r.repeats)))) for r in rows.itertuples()]
         parts.append(table(table_rows, ["Mechanism", "ε", "Mean", "95% interval", "Repeats"], numeric=(1, 2, 4)))
     return "\n".join(parts)
 
 
-# -- inline SVG plots ------------------------------------------------------------------------------
-_W, _H = 640, 300
-_LEFT, _RIGHT, _TOP, _BOTTOM = 70, 20, 16, 46
-_LEGEND = 170  # room on the right of line charts for the legend
-
-
-def _nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
-    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
-        return [low]
-    raw = (high - low) / count
-    magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)
-    first = math.ceil(low / step) * step
-    ticks, value = [], first
-    while value <= high + step * 1e-9:
-        ticks.append(0.0 if abs(value) < step * 1e-9 else value)
-        value += step
-    return ticks
-
-
-def _log_ticks(low: float, high: float) -> list[float]:
-    """Powers of ten in [low, high] (with 2 and 5 when the range spans less than two decades)."""
-    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
-    multipliers = (1, 2, 5) if math.log10(high / low) <= 2 else (1,)
-    ticks = [m * 10.0 ** e for e in range(first, last + 1) for m in multipliers]
-    return [t for t in ticks if low * (1 - 1e-9) <= t <= high * (1 + 1e-9)] or [low, high]
-
-
-class _Axis:
-    """Maps data values to SVG coordinates: linear, log10, or symmetric log (sign·log10(1 + |v|))."""
-
-    def __init__(self, low: float, high: float, start: float, stop: float, scale: str = "linear",
-                 pad: float = 0.0):
-        if scale == "log":
-            low, high = max(low, 1e-300), max(high, 1e-300)
-        if high <= low:
-            spread = abs(low) * 0.1 or 1.0
-            low, high = (low / 2, high * 2) if scale == "log" else (low - spread, high + spread)
-        self.scale, self.start, self.stop = scale, start, stop
-        lo, hi = self._forward(low), self._forward(high)
-        margin = (hi - lo) * pad
-        self._lo, self._hi = lo - margin, hi + margin
-        self.low, self.high = self._inverse(self._lo), self._inverse(self._hi)
-
-    def _forward(self, value):
-        value = np.asarray(value, dtype=np.float64)
-        if self.scale == "log":
-            return np.log10(value)
-        if self.scale == "symlog":
-            return np.sign(value) * np.log10(1.0 + np.abs(value))
-        return value
-
-    def _inverse(self, value: float) -> float:
-        if self.scale == "log":
-            return 10.0 ** value
-        if self.scale == "symlog":
-            return math.copysign(10.0 ** abs(value) - 1.0, value)
-        return value
-
-    def __call__(self, value):
-        fraction = (self._forward(value) - self._lo) / (self._hi - self._lo)
-        return self.start + fraction * (self.stop - self.start)
-
-    def ticks(self) -> list[float]:
-        if self.scale == "log":
-            return _log_ticks(self.low, self.high)
-        if self.scale == "symlog":
-            top = max(abs(self.low), abs(self.high), 1.0)
-            decades = [10.0 ** e for e in range(0, int(math.floor(math.log10(top))) + 1)]
-            candidates = [0.0] + decades + [-d for d in decades]
-            return sorted(t for t in candidates if self.low <= t <= self.high)
-        return _nice_ticks(self.low, self.high)
-
-
-def _frame(x_axis: _Axis, y_axis: _Axis, x_label: str, y_label: str, right: float = _W - _RIGHT) -> list[str]:
-    parts = [f'<rect x="{_LEFT}" y="{_TOP}" width="{right - _LEFT}" height="{_H - _TOP - _BOTTOM}" '
-             'fill="#ffffff" stroke="#9aa8b5"/>']
-    for tick in x_axis.ticks():
-        x = float(x_axis(tick))
-        parts.append(f'<line x1="{x:.1f}" y1="{_TOP}" x2="{x:.1f}" y2="{_H - _BOTTOM}" stroke="#eef1f4"/>')
-        parts.append(f'<text x="{x:.1f}" y="{_H - _BOTTOM + 14}" text-anchor="middle">{esc(_tick_text(tick))}</text>')
-    for tick in y_axis.ticks():
-        y = float(y_axis(tick))
-        parts.append(f'<line x1="{_LEFT}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="#eef1f4"/>')
-        parts.append(f'<text x="{_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{esc(_tick_text(tick))}</text>')
-    parts.append(f'<text x="{(_LEFT + right) / 2:.0f}" y="{_H - 8}" text-anchor="middle">{esc(x_label)}</text>')
-    parts.append(f'<text x="14" y="{(_TOP + _H - _BOTTOM) / 2:.0f}" text-anchor="middle" '
-                 f'transform="rotate(-90 14 {(_TOP + _H - _BOTTOM) / 2:.0f})">{esc(y_label)}</text>')
-    return parts
-
-
-def _tick_text(value: float) -> str:
-    if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-3):
-        return f"{value:.0e}"
-    return f"{value:,.6g}"
-
-
-def _svg(parts: list[str], title: str = "") -> str:
-    label = f' aria-label="{esc(title)}"' if title else ""
-    return (f'<div class="plot"><svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" '
-            f'viewBox="0 0 {_W} {_H}" font-family="DejaVu Sans, Arial, sans-serif" font-size="11" '
-            f'role="img"{label}>' + "".join(parts) + "</svg></div>")
-
-
-def _histogram_svg(counts, edges, x_label: str, y_label: str, *, marker=None, marker_label: str = "") -> str:
-    counts, edges = np.asarray(counts, dtype=np.float64), np.asarray(edges, dtype=np.float64)
-    x_axis = _Axis(float(edges[0]), float(edges[-1]), _LEFT, _W - _RIGHT)
-    y_axis = _Axis(0.0, float(counts.max()) * 1.05 if counts.size and counts.max() > 0 else 1.0,
-                   _H - _BOTTOM, _TOP)
-    parts = _frame(x_axis, y_axis, x_label, y_label)
-    base = float(y_axis(0.0))
-    for count, left, right in zip(counts, edges[:-1], edges[1:]):
-        if count <= 0:
-            continue
-        x0, x1, top = float(x_axis(left)), float(x_axis(right)), float(y_axis(count))
-        parts.append(f'<rect x="{x0:.1f}" y="{top:.1f}" width="{max(x1 - x0 - 0.5, 0.5):.1f}" '
-                     f'height="{base - top:.1f}" fill="{PALETTE[0]}" fill-opacity="0.8"/>')
-    markers = () if marker is None else (marker if isinstance(marker, tuple) else (marker,))
-    for value in markers:
-        if edges[0] <= value <= edges[-1]:
-            x = float(x_axis(value))
-            parts.append(f'<line x1="{x:.1f}" y1="{_TOP}" x2="{x:.1f}" y2="{_H - _BOTTOM}" stroke="#b3261e" '
-                         'stroke-width="2"/>')
-    if markers and marker_label:
-        parts.append(f'<text x="{_W - _RIGHT - 6}" y="{_TOP + 14}" text-anchor="end" fill="#b3261e">'
-                     f"{esc(marker_label)}</text>")
-    return _svg(parts, f"histogram of {x_label}")
-
-
-def _scatter_svg(truth: np.ndarray, noisy: np.ndarray) -> str:
+def _scatter(truth: np.ndarray, noisy: np.ndarray) -> str:
     if truth.size > MAX_SCATTER_POINTS:  # every k-th item in order of true count: deterministic, spans the range
         order = np.argsort(truth, kind="stable")
         keep = order[np.linspace(0, truth.size - 1, MAX_SCATTER_POINTS).astype(np.int64)]
         truth, noisy = truth[keep], noisy[keep]
-    low = float(min(truth.min(), noisy.min()))
-    high = float(max(truth.max(), noisy.max()))
-    # counts are skewed (a few large, many small) and released ones can be negative: symmetric log
-    x_axis = _Axis(low, high, _LEFT, _W - _RIGHT, "symlog", pad=0.03)
-    y_axis = _Axis(low, high, _H - _BOTTOM, _TOP, "symlog", pad=0.03)
-    parts = _frame(x_axis, y_axis, "true count (log scale)", "released count (log scale)")
-    parts.append(f'<line x1="{float(x_axis(x_axis.low)):.1f}" y1="{float(y_axis(y_axis.low)):.1f}" '
-                 f'x2="{float(x_axis(x_axis.high)):.1f}" y2="{float(y_axis(y_axis.high)):.1f}" stroke="#9aa8b5"/>')
-    xs, ys = x_axis(truth), y_axis(noisy)
-    parts.extend(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2" fill="{PALETTE[0]}" fill-opacity="0.5"/>'
-                 for x, y in zip(xs, ys))
-    return _svg(parts, "true against released counts")
+    return charts.scatter(truth, noisy, "true count", "released count", title="True against released counts")
 
 
-def _line_chart_svg(series: list[dict], *, x_label: str, y_label: str, log_x: bool, log_y: bool,
-                    y_range: tuple[float, float] | None = None, markers: bool = True) -> str:
-    """Lines with points (and a shaded band when ``low``/``high`` are given); legend on the right."""
-    def usable(values, log):
-        values = np.asarray(values, dtype=np.float64)
-        values = values[np.isfinite(values)]
-        return values[values > 0] if log else values
-
-    xs = np.concatenate([usable(s["x"], log_x) for s in series] + [np.empty(0)])
-    ys = np.concatenate([usable(s[k], log_y) for s in series for k in ("y", "low", "high") if k in s]
-                        + [np.empty(0)])
-    x_low, x_high = (float(xs.min()), float(xs.max())) if xs.size else (1.0, 10.0)
-    y_low, y_high = y_range or ((float(ys.min()), float(ys.max())) if ys.size else (1.0, 10.0))
-    right = _W - _LEGEND
-    x_axis = _Axis(x_low, x_high, _LEFT, right, "log" if log_x else "linear", pad=0.03)
-    y_axis = _Axis(y_low, y_high, _H - _BOTTOM, _TOP, "log" if log_y else "linear", pad=0.06)
-    parts = _frame(x_axis, y_axis, x_label + (" (log scale)" if log_x else ""),
-                   y_label + (" (log scale)" if log_y else ""), right=right)
-    for number, s in enumerate(series):
-        colour = PALETTE[number % len(PALETTE)]
-        x = np.asarray(s["x"], dtype=np.float64)
-        ok = np.isfinite(x) & ((x > 0) if log_x else True)
-        if "low" in s and "high" in s:
-            low, high = np.asarray(s["low"], float), np.asarray(s["high"], float)
-            band = ok & np.isfinite(low) & np.isfinite(high) & ((low > 0) if log_y else True)
-            if band.sum() > 1:
-                upper = _points(x_axis, y_axis, x[band], high[band])
-                lower = _points(x_axis, y_axis, x[band][::-1], low[band][::-1])
-                parts.append(f'<polygon points="{upper} {lower}" fill="{colour}" fill-opacity="0.15" stroke="none"/>')
-        y = np.asarray(s["y"], dtype=np.float64)
-        good = ok & np.isfinite(y) & ((y > 0) if log_y else True)
-        if good.any():
-            parts.append(f'<polyline points="{_points(x_axis, y_axis, x[good], y[good])}" fill="none" '
-                         f'stroke="{colour}" stroke-width="2"/>')
-        if good.any() and markers:
-            parts.extend(f'<circle cx="{float(x_axis(a)):.1f}" cy="{float(y_axis(b)):.1f}" r="3" fill="{colour}"/>'
-                         for a, b in zip(x[good], y[good]))
-        top = _TOP + 6 + 18 * number
-        parts.append(f'<rect x="{right + 10}" y="{top}" width="14" height="3" fill="{colour}"/>')
-        parts.append(f'<text x="{right + 30}" y="{top + 5}">{esc(_shorten(s["label"], 22))}</text>')
-    return _svg(parts, f"{y_label} against {x_label}")
+def _histogram_numbers(counts, edges, x_label: str, y_label: str) -> str:
+    """The bars of a histogram as a table (empty bins left out)."""
+    rows = []
+    for count, left, right in zip(counts, edges[:-1], edges[1:]):
+        if count > 0:
+            span = fmt(left) if float(right) - float(left) == 1 and float(left) == int(left) else f"{fmt(left)} to {fmt(right)}"
+            rows.append((esc(span), esc(fmt(int(count)))))
+    return charts.numbers_table([x_label, y_label], rows)
 
 
-def _points(x_axis: _Axis, y_axis: _Axis, x, y) -> str:
-    return " ".join(f"{float(x_axis(a)):.1f},{float(y_axis(b)):.1f}" for a, b in zip(x, y))
-
-
-def _shorten(text: str, length: int) -> str:
-    return text if len(text) <= length else text[:length - 1] + "…"
+def _series_numbers(x_label: str, y_label: str, x: np.ndarray, y: np.ndarray) -> str:
+    """A line's points as a table: every point, or an evenly spread sample of MAX_TABLE_POINTS."""
+    picked = np.arange(x.size) if x.size <= MAX_TABLE_POINTS else np.unique(
+        np.linspace(0, x.size - 1, MAX_TABLE_POINTS).astype(np.int64))
+    rows = [(esc(fmt(x[i])), esc(fmt(y[i]))) for i in picked]
+    summary = ("The numbers behind the chart" if x.size <= MAX_TABLE_POINTS
+               else f"The numbers behind the chart ({len(rows)} of its {x.size:,} points, evenly spread)")
+    return charts.numbers_table([x_label, y_label], rows, summary)

@@ -4,9 +4,9 @@ It is built from the release's public ``report`` (made by ``Mechanism.public_rep
 its budget split and parameters, and the released files' hashes — and from nothing else:
 never the data, the noisy values, the release's ``internal`` facts or its diagnostics,
 and not the dataset fingerprint (a function of the true data). So no value computed from
-the people's records can reach it. The same HTML is turned into the PDF by Qt
-(:func:`dpdesk.gui.pdf.html_to_pdf`), so it keeps to the HTML and CSS Qt understands and
-uses system fonts only (no network).
+the people's records can reach it. The same HTML is turned into the PDF by
+:func:`dpdesk.report.pdf.html_to_pdf` (pure Python, fonts shipped with dpdesk), which reads
+the elements and classes written here; the HTML uses system fonts only (no network).
 
 The plain-language guarantee: ε-DP bounds the ratio of the output's probabilities on
 neighbouring datasets (one person added or removed) by e^ε, so by Bayes' rule anyone's

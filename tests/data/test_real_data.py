@@ -43,7 +43,7 @@ def test_cli_inspect_json(data_dir, name):
                          capture_output=True, text=True, check=True)
     figures = json.loads(out.stdout)
     assert list(figures) == ["rows", "columns", "nonzeros", "density", "max_row_count", "mean_row_count",
-                             "avg_column_count"]
+                             "avg_column_count", "fingerprint"]
     rows, columns, nnz, max_row, avg_column = FIGURES[name]
     assert (figures["rows"], figures["columns"], figures["nonzeros"], figures["max_row_count"]) == (rows, columns, nnz, max_row)
     assert round(figures["avg_column_count"], 2) == avg_column

@@ -138,7 +138,8 @@ def test_end_to_end_import_compare_release_export(window, qtbot, data_dir, tmp_p
     assert not dialogs, dialogs
     names = {p.name for p in dialog.written}
     assert names == {"release.csv", "release.parquet", "release.json", "privacy-report.html", "privacy-report.pdf",
-                     f"entry-{release.report['ledger']['entry']}-internal-report-NOT-FOR-PUBLICATION.html"}
+                     f"entry-{release.report['ledger']['entry']}-internal-report-NOT-FOR-PUBLICATION.html",
+                     f"entry-{release.report['ledger']['entry']}-internal-report-NOT-FOR-PUBLICATION.pdf"}
     assert sorted(p.name for p in out.iterdir()) == ["privacy-report.html", "privacy-report.pdf", "release.csv",
                                                      "release.json", "release.parquet"]  # internal report elsewhere
     table = pd.read_csv(out / "release.csv", dtype={"item": str})
@@ -257,7 +258,7 @@ def test_project_round_trip(window, qtbot, data_dir, tmp_path):
 
 
 def test_many_qt_calls_do_not_crash(qtbot):
-    # QT-NOTES: PySide6 6.12 dies after a few thousand void-returning calls on Python 3.11
+    # docs/QT-NOTES.md: PySide6 6.12 dies after a few thousand void-returning calls on Python 3.11
     from PySide6.QtWidgets import QProgressBar
 
     bar = QProgressBar()

@@ -1,4 +1,5 @@
-"""The internal report: labelled everywhere, shows the true-data facts, plots as valid inline SVG."""
+"""The internal report: labelled everywhere, shows the true-data facts, plots as valid inline SVG
+(matplotlib) with a title and their numbers."""
 
 import re
 import xml.etree.ElementTree as ElementTree
@@ -23,8 +24,20 @@ def release(groceries):
     return dpdesk.release(groceries, "lpa", epsilon=0.5, bound=10, rng=3)
 
 
+SVG = "{http://www.w3.org/2000/svg}"
+
+
 def svgs(report: str) -> list[ElementTree.Element]:
     return [ElementTree.fromstring(block) for block in re.findall(r"<svg.*?</svg>", report, re.S)]
+
+
+def drawn(plot: ElementTree.Element, gid: str) -> ElementTree.Element | None:
+    """The group matplotlib wrote for the artist with this gid (see dpdesk.report.charts)."""
+    return next((g for g in plot.iter(f"{SVG}g") if g.get("id") == gid), None)
+
+
+def vertices(path: ElementTree.Element) -> list[tuple[float, float]]:
+    return [(float(x), float(y)) for x, y in re.findall(r"[ML] ([-\d.]+) ([-\d.]+)", path.get("d"))]
 
 
 def test_labelled_on_every_section_and_page(groceries, release):
@@ -68,11 +81,20 @@ def test_plots_are_valid_self_contained_svg(groceries, release):
     plots = svgs(report)
     assert len(plots) == 3  # items per person, error histogram, true against released
     for plot in plots:
-        assert plot.tag == "{http://www.w3.org/2000/svg}svg" and plot.get("viewBox")
-    for outside in ("https://", "<link", "@import", "url(", "<script", "<img"):
+        assert plot.tag == f"{SVG}svg" and plot.get("viewBox") and plot.get("role") == "img"
+        title = plot.find(f"{SVG}title").text
+        assert title and plot.get("aria-label") == title  # the chart's text alternative
+    for outside in ("https://", "<link", "@import", "<script", "<img"):
         assert outside not in report
-    circles = plots[2].findall("{http://www.w3.org/2000/svg}circle")
-    assert len(circles) == groceries.n_items
+    assert not re.search(r"url\((?!#)", report)  # url() only to ids inside the page
+    points = drawn(plots[2], "points").findall(f".//{SVG}use")
+    assert len(points) == groceries.n_items
+    # the bars of the items-per-person histogram, and their numbers as a table
+    bars = [g for g in plots[0].iter(f"{SVG}g") if g.get("id") == "bars"]
+    assert len(bars) == int(groceries.row_counts.max()) + 1  # one bar for each count 0 … max
+    assert report.count("<details><summary>The numbers behind the chart</summary>") == 2
+    people_with_one = int((groceries.row_counts == 1).sum())
+    assert f"<tr><td>1</td><td class=\"num\">{people_with_one:,}</td></tr>" in report
 
 
 def test_comparison_results_and_plots(groceries, release):
@@ -85,8 +107,9 @@ def test_comparison_results_and_plots(groceries, release):
     metrics = comparison.summary["metric"].unique()
     assert len(plots) == 3 + len(metrics)
     for plot in plots[3:]:
-        lines = plot.findall("{http://www.w3.org/2000/svg}polyline")
-        assert len(lines) == 2  # one per mechanism
+        assert drawn(plot, "series-0") is not None and drawn(plot, "series-1") is not None  # one per mechanism
+        assert drawn(plot, "series-2") is None
+        assert drawn(plot, "band-0") is not None  # the 95% band
     row = comparison.summary.iloc[0]
     assert f"<td>{row.label}</td><td class=\"num\">{row.epsilon:g}</td>" in report
 
@@ -110,16 +133,18 @@ def test_long_diagnostic_series_are_thinned_keeping_the_extremes(groceries):
     quality = -np.abs(np.log(theta) - np.log(3000.5))  # peak at θ = 3000 and 3001
     release.diagnostics = {"quality": Diagnostic("Quality", "", {"theta": theta, "quality": quality,
                                                                 "probability": np.exp(quality)}, True, x="theta")}
-    plots = svgs(internal_report_html(groceries, release))[3:]
+    report = internal_report_html(groceries, release)
+    plots = svgs(report)[3:]
     assert len(plots) == 2  # one chart per series along θ
+    for raw in re.findall(r"<svg.*?</svg>", report, re.S)[3:]:
+        assert "log scale" in raw  # θ spans four decades (matplotlib names each text in a comment)
     for plot in plots:
-        (line,) = plot.findall("{http://www.w3.org/2000/svg}polyline")
-        points = line.get("points").split()
-        assert 1000 < len(points) <= 2002
-        assert not plot.findall("{http://www.w3.org/2000/svg}circle")  # too many points for markers
-        assert "log scale" in "".join(plot.itertext())  # θ spans four decades
-    xs = [float(p.split(",")[0]) for p in points]
-    assert xs == sorted(xs) and len(set(xs)) > 1000
+        (line,) = drawn(plot, "series-0").findall(f"{SVG}path")
+        points = vertices(line)  # matplotlib simplifies the path further where it looks the same
+        assert 3 <= len(points) <= 2002
+        assert not drawn(plot, "series-0").findall(f".//{SVG}use")  # too many points for markers
+    xs = [x for x, _ in points]
+    assert xs == sorted(xs) and xs[-1] - xs[0] > 0.7 * float(plot.get("viewBox").split()[2])  # spans the axis
     from dpdesk.report.internal import _thin
 
     kept_theta, kept_quality = _thin(theta, quality, log=True)

@@ -27,7 +27,7 @@ import scipy.sparse as sp
 
 import dpdesk
 from dpdesk.privacy.ledger import Ledger
-from dpdesk.workflow import INTERNAL_REPORT_FILE, release_to_files
+from dpdesk.workflow import INTERNAL_REPORT_FILE, INTERNAL_REPORT_FILES, release_to_files
 
 N_ROWS = 110_017
 ROWS_WITH_ITEMS = 104_729
@@ -185,18 +185,23 @@ def test_no_true_value_in_public_files(crafted, forbidden, mechanism_id, tmp_pat
     assert any("summary rows" in f for f in found) and "the dataset fingerprint" in found
 
 
-def test_no_true_value_in_the_pdf_text(qapp, crafted, forbidden, tmp_path, dpdesk_home):
+def test_no_true_value_in_the_pdf_text(crafted, forbidden, tmp_path, dpdesk_home):
     if shutil.which("pdftotext") is None:
         # CI installs poppler (scripts/system-deps.sh test): there a missing tool is a failure, not a skip
         if os.environ.get("CI"):
             pytest.fail("pdftotext is missing in CI: scripts/system-deps.sh test should have installed poppler-utils")
         pytest.skip("poppler-utils (pdftotext) is not installed; scripts/system-deps.sh test installs it")
     out = tmp_path / "out"
-    release_to_files(crafted, "lpa", 1.0, {"bound": BOUND, "clamp": True}, out, reports=("pdf",))
+    release_to_files(crafted, "lpa", 1.0, {"bound": BOUND, "clamp": True}, out, reports=("pdf",), internal_report=True)
     text = subprocess.run(["pdftotext", "-layout", str(out / "privacy-report.pdf"), "-"], check=True,
                           capture_output=True, text=True).stdout
     assert "Privacy report" in text and "crafted" in text
     assert leaks(text, forbidden) == []
+    # the same search finds the true values in the internal report's PDF, where they belong
+    (internal_path,) = (dpdesk_home / "internal-reports").glob(f"entry-*-{INTERNAL_REPORT_FILES['pdf']}")
+    internal = subprocess.run(["pdftotext", "-layout", str(internal_path), "-"], check=True,
+                              capture_output=True, text=True).stdout
+    assert any("104729" in f or "104,729" in f for f in leaks(internal, forbidden))
 
 
 def test_the_leak_search_can_fail(crafted, forbidden):
@@ -225,7 +230,7 @@ def test_no_true_value_in_public_files_cells(mechanism_id, tmp_path, dpdesk_home
     out = tmp_path / "out"
     release_to_files(data, mechanism_id, 0.5, declared_params(mechanism, CELL_SETTINGS.get(mechanism_id)), out,
                      reports=("html",))
-    # DESIGN §3 lets Cormode's methods treat n and ‖M‖₁ as public facts when the report says
+    # docs/ARCHITECTURE.md §3 lets Cormode's methods treat n and ‖M‖₁ as public facts when the report says
     # so; the cell counts themselves never are
     values = Forbidden({f"count {k}": number_forms(c) for k, c in enumerate(data.counts)}, data.fingerprint)
     report = (out / "privacy-report.html").read_text(encoding="utf-8")
