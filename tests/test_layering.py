@@ -83,7 +83,7 @@ def test_core_and_reports_run_without_loading_qt(tmp_path):
         "from dpdesk.report.internal import internal_report_html\n"
         "from dpdesk.report.pdf import html_to_pdf\n"
         "data = dpdesk.load(sys.argv[1])\n"
-        "release = dpdesk.release(data, 'lpa', epsilon=1.0, bound=5)\n"
+        "release = dpdesk.release(dpdesk.declare(data, 'from-data', items_are_public=True), 'lpa', epsilon=1.0, bound=5)\n"
         "html_to_pdf(public_report_html(release, {}))\n"
         "html_to_pdf(internal_report_html(data, release))\n"
         "loaded = [m for m in sys.modules if m.split('.')[0] in %r or m.startswith('dpdesk.gui')]\n"

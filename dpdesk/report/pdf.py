@@ -489,7 +489,8 @@ def _table_block(pdf, block: Table) -> None:
     # used only when a cell needs it and no cell could be read as a link
     markdown = any(len({_bold(r) for r in c.runs if r.text.strip()}) > 1 for c in cells) and not any(
         "](" in _plain(c.runs) for c in cells)
-    options = dict(width=sum(widths), col_widths=widths, align="LEFT", text_align="LEFT", markdown=markdown,
+    # the widths' sum can exceed the page by a rounding error, which fpdf2 refuses
+    options = dict(width=min(sum(widths), pdf.epw), col_widths=widths, align="LEFT", text_align="LEFT", markdown=markdown,
                    first_row_as_headings=header, line_height=_line_mm(9.0), v_align="TOP",
                    padding=padding,
                    borders_layout="NONE" if block.borderless else "ALL",
