@@ -9,24 +9,37 @@ plus the output:
 * the empty cells that the rule would keep are a Bernoulli(p) subset of the free cells
   (:mod:`.walk`), and their values follow the rule's conditional law (:mod:`.laws`).
 
-Priority sampling (§2.3, App. C.3). The priority of a cell is |v|/r with r uniform on
-(0, 1]; the sample is the s largest, and τ_s the (s+1)-th. Cells with priority above a
-level τ are exactly a threshold sample with τ (P(|v|/r > τ) = min(|v|/τ, 1)), and given
-that a cell is in it, r is uniform on (0, min(|v|/τ, 1)). So we draw the threshold sample
-at a guessed τ, give each of its cells an r consistent with being there, and keep the s
-largest priorities — exact as soon as at least s + 1 priorities exceed τ. If fewer do,
-the sample is extended downwards, not redrawn (a redraw would condition on the first
-attempt's failure): every empty cell not yet drawn lies in the band τ′ < priority ≤ τ
-independently with probability (p_τ′ − p_τ)/(1 − p_τ), with values from the band law
-and r uniform on (|v|/τ, min(|v|/τ′, 1)]. The non-zero cells' priorities are all drawn.
-The guess only sets the running time: it may use anything, since the output does not
-depend on it.
+Priority sampling (§2.3, App. C.3). The priority of a cell is |v|/r with r uniform; the
+sample is the s largest, and τ_s the (s+1)-th. Here r lives on a fixed grid,
+r = (2w + 1)/2⁵³ with w uniform on [0, 2⁵²) — every such r is an exact float — for *every*
+cell, so a priority is a function of (v, w) alone and the published τ_s is the float of
+the exact rational |v|·2⁵³/(2w + 1) of the (s+1)-th cell: nothing in it depends on how
+the sample was found (an earlier version computed r from a data-dependent guess τ, and
+τ_s carried that guess in its last bits).
+
+The cells with priority above a level τ are a threshold sample with τ. With τ = 2^k
+(k ≤ 52) this holds *exactly* on the grid: |v|/r > 2^k ⇔ w < min(|v|, 2^k)·2^(52−k), an
+event of probability min(|v|/τ, 1). So the shortcut draws the threshold sample of the
+empty cells at τ = 2^k (:mod:`.laws`), gives each a w uniform below that bound, and keeps
+the s + 1 largest priorities — exact as soon as at least s + 1 priorities exceed τ. If
+fewer do, the sample is extended downwards to τ/2, τ/4, … (never redrawn, which would
+condition on the first attempt): every empty cell not yet drawn lies in the band
+τ′ < priority ≤ τ independently with probability (p_τ′ − p_τ)/(1 − p_τ), with values from
+the band law and w uniform on [bound(τ), bound(τ′)). The non-zero cells' w are all drawn.
+
+The first level 2^k comes from public inputs only (m, s, θ and the noise scale): the
+largest power of two at which the m cells, were they all empty, would give about
+s + 1 + 4√(s+1) + 16 priorities above it. It sets the running time, not the output.
+Priorities are ordered by their floats (rounding is monotone) and, where two floats tie
+at the boundary, by the exact rationals, then by cell number: the same rule as the
+laborious approach with the same r grid.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
@@ -34,6 +47,9 @@ from ...privacy.noise import discrete_laplace
 from ...privacy.randomness import RandomSource
 from .laws import Selection, ZeroLaw, draw_in_blocks, noise_mu
 from .walk import choose_free_cells
+
+GRID_BITS = 52  # r = (2w + 1)/2^53, w < 2^52: exact floats in (0, 1)
+TOP_LEVEL = 52  # levels τ = 2^k with k ≤ 52 keep min(|v|/τ, 1) exact on that grid
 
 
 @dataclass
@@ -90,10 +106,9 @@ def selection_summary(indices: np.ndarray, counts: np.ndarray, domain_size: int,
                       selection: Selection, source: RandomSource) -> Summary:
     """Filter and/or threshold sample (``filter``, ``filter2``, ``threshold``, ``filter-threshold``)."""
     noisy = add_noise(counts, scale, source)
-    keep_probability = selection.keep_probability(noisy)
-    keep = source.bernoulli(keep_probability) if selection.sampled else keep_probability >= 1.0
+    keep = selection.keep(noisy, source)
     law = ZeroLaw(noise_mu(scale), selection)
-    zero_cells = choose_free_cells(source, indices, domain_size, law.probability)
+    zero_cells = choose_free_cells(source, indices, domain_size, law.inclusion)
     zero_values = law.sample(source, zero_cells.size)
     cells, values = _merge(indices[keep], noisy[keep], zero_cells, zero_values)
     info = {"zero_cell_probability": law.probability}
@@ -101,13 +116,56 @@ def selection_summary(indices: np.ndarray, counts: np.ndarray, domain_size: int,
     return Summary(cells, values, weights, info)
 
 
-def top_priorities(indices: np.ndarray, values: np.ndarray, priorities: np.ndarray, size: int) -> Summary:
-    """The ``size`` largest priorities, τ_s = the next one (0 if fewer are positive), weights."""
+def grid_words(source: RandomSource, size: int) -> np.ndarray:
+    """w uniform on [0, 2^52): the grid position of r = (2w + 1)/2^53."""
+    return (source.words(size) >> np.uint64(64 - GRID_BITS)).astype(np.int64)
+
+
+def priorities_of(magnitudes: np.ndarray, words: np.ndarray) -> np.ndarray:
+    """The float of the exact priority |v|·2^53/(2w + 1) (0 where |v| = 0)."""
+    r = (2 * words + 1).astype(np.float64) * 2.0**-53  # exact: 2w + 1 < 2^53
+    out = magnitudes.astype(np.float64) / r  # one correctly rounded division when |v| < 2^53
+    for i in np.flatnonzero(magnitudes >= 2**53):  # |v| itself is not a float: round the rational once
+        out[i] = float(Fraction(int(magnitudes[i]) << 53, 2 * int(words[i]) + 1))
+    return out
+
+
+def grid_bound(magnitudes: np.ndarray, level: int) -> np.ndarray:
+    """How many grid words give |v|/r > 2^level: min(|v|, 2^level)·2^(52 − level)."""
+    return np.minimum(magnitudes, 1 << level) << (GRID_BITS - level)
+
+
+def above_level(magnitudes: np.ndarray, words: np.ndarray, priorities: np.ndarray, level: int) -> np.ndarray:
+    """Which exact priorities exceed 2^level (floats decide all but ties with 2^level)."""
+    bound = 2.0**level
+    out = priorities > bound
+    for i in np.flatnonzero(priorities == bound):
+        out[i] = (int(magnitudes[i]) << (53 - level)) > 2 * int(words[i]) + 1
+    return out
+
+
+def top_priorities(indices: np.ndarray, values: np.ndarray, magnitudes: np.ndarray, words: np.ndarray,
+                   size: int) -> Summary:
+    """The ``size`` largest priorities, τ_s = the next one (0 if fewer are positive), weights.
+
+    Order: larger exact priority first; equal ones by smaller cell number (module notes).
+    """
+    priorities = priorities_of(magnitudes, words)
     positive = np.flatnonzero(priorities > 0)
     if positive.size > size:
-        # the (size+1)-th largest at position `size`, larger ones before it (ties have probability 0)
-        order = positive[np.argpartition(-priorities[positive], size)]
-        chosen, tau_s = order[:size], float(priorities[order[size]])
+        order = positive[np.argpartition(-priorities[positive], size)]  # the (s+1)-th largest float at `size`
+        boundary = priorities[order[size]]
+        tied = positive[priorities[positive] == boundary]
+        if tied.size == 1:
+            chosen, following = order[:size], order[size]
+        else:  # floats tie at the boundary: rank those by the exact rationals, then cell number
+            ranked = sorted(tied.tolist(), key=lambda i: (-Fraction(int(magnitudes[i]), 2 * int(words[i]) + 1),
+                                                          int(indices[i])))
+            above = positive[priorities[positive] > boundary]
+            need = size - above.size
+            chosen = np.concatenate([above, np.array(ranked[:need], dtype=np.int64)])
+            following = ranked[need]
+        tau_s = float(priorities[following])
     else:
         chosen, tau_s = positive, 0.0
     chosen = chosen[np.argsort(indices[chosen], kind="stable")]
@@ -117,16 +175,15 @@ def top_priorities(indices: np.ndarray, values: np.ndarray, priorities: np.ndarr
 
 def explicit_threshold(summary: Summary, tau: float, source: RandomSource) -> Summary:
     """Threshold sampling of an explicit list (every other cell is 0 and never sampled)."""
-    keep = source.bernoulli(Selection(tau_low=tau).keep_probability(summary.values))
-    kept = summary.subset(keep)
+    kept = summary.subset(Selection(tau_low=tau).keep(summary.values, source))
     kept.weights = ht_weights(kept.values, tau)
     return kept
 
 
 def explicit_priority(summary: Summary, size: int, source: RandomSource) -> Summary:
     """Priority sample of size s of an explicit list."""
-    priorities = np.abs(summary.values) / source.uniform01(len(summary))
-    sample = top_priorities(summary.indices, summary.values, priorities, size)
+    magnitudes = np.abs(summary.values.astype(np.int64))
+    sample = top_priorities(summary.indices, summary.values, magnitudes, grid_words(source, len(summary)), size)
     sample.info = {**summary.info, **sample.info}
     return sample
 
@@ -134,7 +191,8 @@ def explicit_priority(summary: Summary, size: int, source: RandomSource) -> Summ
 def solve_tau(expected_size, wanted: float) -> float:
     """The τ ≥ 1 at which the decreasing function ``expected_size(τ)`` is about ``wanted``.
 
-    Bisection in log τ to within a few per cent (1.0 when even τ = 1 gives fewer).
+    Bisection in log τ to within a few per cent (1.0 when even τ = 1 gives fewer); the
+    result never lists more than ``wanted`` in expectation.
     """
     if expected_size(1.0) <= wanted:
         return 1.0
@@ -155,53 +213,69 @@ def zero_probability(mu: float, theta: int, tau: float) -> float:
     return ZeroLaw(mu, Selection(theta, tau_low=tau)).probability
 
 
+def wanted_above(size: int) -> float:
+    """Priorities wanted above the first level: s + 1 with a margin of four standard deviations."""
+    return size + 1 + 4.0 * math.sqrt(size + 1) + 16
+
+
+def first_level(domain_size: int, mu: float, theta: int, size: int) -> int:
+    """k of the first level τ = 2^k, from public inputs only (module notes)."""
+    wanted = wanted_above(size)
+
+    def enough(k: int) -> bool:
+        return domain_size * zero_probability(mu, theta, 2.0**k) >= wanted
+
+    if not enough(0):
+        return 0
+    low, high = 0, TOP_LEVEL  # enough(low) holds; find the largest such k
+    if enough(high):
+        return high
+    while high - low > 1:
+        middle = (low + high) // 2
+        if enough(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
 def priority_summary(indices: np.ndarray, counts: np.ndarray, domain_size: int, scale: float, size: int,
                      source: RandomSource, theta: int = 1) -> Summary:
     """Priority sample of size s of M′ (after a two-sided filter θ when θ > 1): see the module notes."""
     mu = noise_mu(scale)
     noisy = add_noise(counts, scale, source)
-    magnitude = np.abs(noisy).astype(np.float64)
-    magnitude[magnitude < theta] = 0.0  # filtered out: priority 0, never sampled
-    priorities = magnitude / source.uniform01(noisy.size)
-    free = int(domain_size) - int(indices.size)
-    wanted = size + 1 + 4.0 * math.sqrt(size + 1) + 16
-    ranked = np.sort(priorities)
+    magnitudes = np.abs(noisy)
+    magnitudes[magnitudes < theta] = 0  # filtered out: priority 0, never sampled
+    words = grid_words(source, noisy.size)
+    priorities = priorities_of(magnitudes, words)
 
-    def expected_above(level: float) -> float:  # priorities above τ: known ones, expected empty ones
-        known = ranked.size - np.searchsorted(ranked, level, side="right")
-        return known + free * zero_probability(mu, theta, level)
-
-    tau = solve_tau(expected_above, wanted)
-
-    law = ZeroLaw(mu, Selection(theta, tau_low=tau))
-    zero_cells = choose_free_cells(source, indices, domain_size, law.probability)
+    level = first_level(domain_size, mu, theta, size)
+    law = ZeroLaw(mu, Selection(theta, tau_low=2.0**level))
+    zero_cells = choose_free_cells(source, indices, domain_size, law.inclusion)
     zero_values = law.sample(source, zero_cells.size)
-    zero_magnitude = np.abs(zero_values).astype(np.float64)
-    zero_r = source.uniform01(zero_cells.size) * np.minimum(zero_magnitude / tau, 1.0)
-    zero_priorities = zero_magnitude / zero_r
-
-    def above(level: float) -> int:
-        return int(np.count_nonzero(priorities > level)) + int(zero_cells.size)
+    zero_magnitudes = np.abs(zero_values)
+    zero_words = source.uniform_int(grid_bound(zero_magnitudes, level))
 
     extensions = 0
-    while above(tau) < size + 1 and tau > 1.0:
-        lower = max(tau / 2.0, 1.0)
-        band = ZeroLaw(mu, Selection(theta, tau_low=lower, tau_high=tau))
-        conditional = band.probability / (1.0 - law.probability)
+    while level > 0 and (int(np.count_nonzero(above_level(magnitudes, words, priorities, level)))
+                         + zero_cells.size < size + 1):
+        lower = level - 1
+        band = ZeroLaw(mu, Selection(theta, tau_low=2.0**lower, tau_high=2.0**level))
         occupied = np.union1d(indices, zero_cells)
-        new_cells = choose_free_cells(source, occupied, domain_size, conditional)
+        new_cells = choose_free_cells(source, occupied, domain_size, band.inclusion / law.inclusion.complement())
         new_values = band.sample(source, new_cells.size)
-        new_magnitude = np.abs(new_values).astype(np.float64)
-        r_low = new_magnitude / tau
-        r_high = np.minimum(new_magnitude / lower, 1.0)
-        new_r = r_low + source.uniform01(new_cells.size) * (r_high - r_low)
-        zero_cells, zero_values, zero_priorities = _merge(zero_cells, zero_values, new_cells, new_values,
-                                                          (zero_priorities, new_magnitude / new_r))
-        law = ZeroLaw(mu, Selection(theta, tau_low=lower))
-        tau = lower
+        new_magnitudes = np.abs(new_values)
+        low, high = grid_bound(new_magnitudes, level), grid_bound(new_magnitudes, lower)
+        new_words = low + source.uniform_int(high - low)
+        zero_cells, zero_values, zero_magnitudes, zero_words = _merge(
+            zero_cells, zero_values, new_cells, new_values, (zero_magnitudes, new_magnitudes),
+            (zero_words, new_words))
+        law = ZeroLaw(mu, Selection(theta, tau_low=2.0**lower))
+        level = lower
         extensions += 1
 
-    cells, values, all_priorities = _merge(indices, noisy, zero_cells, zero_values, (priorities, zero_priorities))
-    sample = top_priorities(cells, values, all_priorities, size)
-    sample.internal = {"threshold_sample_tau": tau, "extensions": extensions}
+    cells, values, all_magnitudes, all_words = _merge(indices, noisy, zero_cells, zero_values,
+                                                      (magnitudes, zero_magnitudes), (words, zero_words))
+    sample = top_priorities(cells, values, all_magnitudes, all_words, size)
+    sample.internal = {"threshold_sample_tau": 2.0**level, "extensions": extensions}
     return sample
