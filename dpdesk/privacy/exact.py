@@ -248,7 +248,7 @@ def rational_bernoulli(source: RandomSource, numerators: np.ndarray, denominator
 
 
 class Real:
-    """A real number known by enclosures (``enclosure(digits)``), with a float approximation.
+    """A real number known by enclosures (``enclosure(digits)``, memoized), with a float approximation.
 
     The float is for sizes, reports and choosing how to draw; every random decision uses
     the enclosures. :meth:`of` wraps an exact number (int, float — its exact binary value —
@@ -256,9 +256,15 @@ class Real:
     """
 
     def __init__(self, enclosure: Callable[[int], Interval], approx: float, exact: Fraction | None = None):
-        self.enclosure = enclosure
+        self._compute = enclosure
+        self._known: dict[int, Interval] = {}
         self.approx = float(approx)
         self.exact = exact  # the value itself when it is rational and known
+
+    def enclosure(self, digits: int) -> Interval:
+        if digits not in self._known:
+            self._known[digits] = self._compute(digits)
+        return self._known[digits]
 
     @classmethod
     def of(cls, value) -> "Real":
@@ -281,3 +287,27 @@ class Real:
 
     def __repr__(self) -> str:
         return f"Real(≈{self.approx:.6g})"
+
+
+def uniform_below(source: RandomSource, highs: np.ndarray) -> np.ndarray:
+    """Uniform integers in [0, K) for each K in ``highs`` (1 ≤ K < 2⁶³), exactly.
+
+    r = w mod K for a 64-bit word w, kept when w's block [w − r, w − r + K) lies inside
+    [0, 2⁶⁴) (all but K/2⁶⁴ of the words), redrawn otherwise: one division per element,
+    where :meth:`RandomSource.uniform_int` spends two.
+    """
+    highs = np.asarray(highs, dtype=np.int64)
+    if highs.size and highs.min() < 1:
+        raise ValueError("uniform_below needs K ≥ 1")
+    limits = np.asarray(highs, dtype=np.uint64)
+    words = source.words(highs.size)
+    out = words % limits
+    pending = np.flatnonzero(words - out > np.uint64(0) - limits)
+    out = out.astype(np.int64)
+    while pending.size:
+        words = source.words(pending.size)
+        rest = words % limits[pending]
+        kept = words - rest <= np.uint64(0) - limits[pending]
+        out[pending[kept]] = rest[kept].astype(np.int64)
+        pending = pending[~kept]
+    return out

@@ -343,3 +343,10 @@ class ZeroLaw:
             out[pending[kept]] = offset[kept]
             pending = pending[~kept]
         return out
+
+
+@lru_cache(maxsize=1024)
+def zero_law(mu: float, selection: Selection) -> ZeroLaw:
+    """The law for these public inputs, built once: comparisons repeat the same summary many times,
+    and the exact draws' enclosures are computed on first use and kept."""
+    return ZeroLaw(mu, selection)

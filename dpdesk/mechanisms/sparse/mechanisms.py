@@ -33,7 +33,7 @@ from .. import register
 from ..base import CellSummary, Mechanism, Param
 from ..counts import CLAMP
 from .dyadic import DyadicTree
-from .laws import Selection, ZeroLaw, noise_mu
+from .laws import Selection, noise_mu, zero_law
 from .shortcut import (TOP_LEVEL, Summary, add_noise, explicit_priority, explicit_threshold, first_level,
                        priority_summary, selection_summary, solve_tau, zero_probability)
 from .sketch import index_bytes, noisy_sketch
@@ -189,7 +189,7 @@ def tau_for_target(target: int, mu: float, free: int, total: int, theta: int = 1
 def theta_within(limit: int, mu: float, domain: int, one_sided: bool) -> int:
     """The smallest θ whose filter lists at most ``limit`` empty cells in expectation (public)."""
     def expected(theta: int) -> float:
-        return domain * ZeroLaw(mu, Selection(theta, one_sided=one_sided)).probability
+        return domain * zero_law(mu, Selection(theta, one_sided=one_sided)).probability
 
     if expected(1) <= limit:
         return 1
@@ -369,7 +369,7 @@ class SparseMechanism(Mechanism):
         selection = listed_selection(method, settings.get("theta"), settings.get("tau"),
                                      filter_first=self.filters_before_sampling(method, params))
         if selection is not None:  # priority samples hold about s cells, checked against max_cells already
-            probability = ZeroLaw(noise_mu(scale), selection).probability
+            probability = zero_law(noise_mu(scale), selection).probability
             check_output_size(probability, domain, limit, f"The summary '{method}'")
 
     # -- the run -----------------------------------------------------------------------
@@ -630,6 +630,7 @@ class Sketch(SparseMechanism):
         if params["width"] * params["depth"] > params["max_cells"]:
             raise ParameterError(f"A sketch of {params['width']:,} × {params['depth']} buckets is more than "
                                  f"max_cells = {params['max_cells']:,}.")
+        noise_mu(params["depth"] / epsilon)  # refuses a noise scale too large to sample, before the data
         return params
 
     def run(self, data, prepared, epsilon, params, source):

@@ -28,8 +28,9 @@ condition on the first attempt): every empty cell not yet drawn lies in the band
 the band law and w uniform on [bound(τ), bound(τ′)). The non-zero cells' w are all drawn.
 
 The first level 2^k comes from public inputs only (m, s, θ and the noise scale): the
-largest power of two at which the m cells, were they all empty, would give about
-s + 1 + 4√(s+1) + 16 priorities above it. It sets the running time, not the output.
+largest power of two at which the m cells, were they all empty, would give a quarter of
+s + 1 + 4√(s+1) + 16 priorities above it (:func:`first_level`). It sets the running time,
+not the output.
 Priorities are ordered by their floats (rounding is monotone) and, where two floats tie
 at the boundary, by the exact rationals, then by cell number: the same rule as the
 laborious approach with the same r grid.
@@ -40,13 +41,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
 
+from ...privacy.exact import Real, uniform_below
 from ...privacy.noise import discrete_laplace
 from ...privacy.randomness import RandomSource
-from .laws import Selection, ZeroLaw, draw_in_blocks, noise_mu
-from .walk import choose_free_cells
+from .laws import Selection, ZeroLaw, draw_in_blocks, noise_mu, zero_law
+from .walk import choose_free_cells, choose_ranks, ranks_to_cells
 
 GRID_BITS = 52  # r = (2w + 1)/2^53, w < 2^52: exact floats in (0, 1)
 TOP_LEVEL = 52  # levels τ = 2^k with k ≤ 52 keep min(|v|/τ, 1) exact on that grid
@@ -86,8 +89,8 @@ def ht_weights(values: np.ndarray, tau: float) -> np.ndarray:
     return np.sign(values) * np.maximum(np.abs(values), tau)
 
 
-def _merge(indices_a, values_a, indices_b, values_b, *extra_pairs):
-    """Merge two sorted, disjoint sparse lists (and aligned extra arrays) into one sorted list."""
+def _merge(indices_a, indices_b, *pairs):
+    """Merge two sorted, disjoint cell lists into one, with aligned arrays given as (of a, of b) pairs."""
     size = indices_a.size + indices_b.size
     where_b = np.searchsorted(indices_a, indices_b) + np.arange(indices_b.size)
     from_a = np.ones(size, dtype=bool)
@@ -99,7 +102,7 @@ def _merge(indices_a, values_a, indices_b, values_b, *extra_pairs):
         out[from_a] = a
         return out
 
-    return [combine(indices_a, indices_b), combine(values_a, values_b)] + [combine(a, b) for a, b in extra_pairs]
+    return [combine(indices_a, indices_b)] + [combine(a, b) for a, b in pairs]
 
 
 def selection_summary(indices: np.ndarray, counts: np.ndarray, domain_size: int, scale: float,
@@ -107,10 +110,10 @@ def selection_summary(indices: np.ndarray, counts: np.ndarray, domain_size: int,
     """Filter and/or threshold sample (``filter``, ``filter2``, ``threshold``, ``filter-threshold``)."""
     noisy = add_noise(counts, scale, source)
     keep = selection.keep(noisy, source)
-    law = ZeroLaw(noise_mu(scale), selection)
+    law = zero_law(noise_mu(scale), selection)
     zero_cells = choose_free_cells(source, indices, domain_size, law.inclusion)
     zero_values = law.sample(source, zero_cells.size)
-    cells, values = _merge(indices[keep], noisy[keep], zero_cells, zero_values)
+    cells, values = _merge(indices[keep], zero_cells, (noisy[keep], zero_values))
     info = {"zero_cell_probability": law.probability}
     weights = ht_weights(values, selection.tau_low) if selection.sampled else None
     return Summary(cells, values, weights, info)
@@ -145,19 +148,22 @@ def above_level(magnitudes: np.ndarray, words: np.ndarray, priorities: np.ndarra
 
 
 def top_priorities(indices: np.ndarray, values: np.ndarray, magnitudes: np.ndarray, words: np.ndarray,
-                   size: int) -> Summary:
+                   size: int, priorities: np.ndarray | None = None) -> Summary:
     """The ``size`` largest priorities, τ_s = the next one (0 if fewer are positive), weights.
 
     Order: larger exact priority first; equal ones by smaller cell number (module notes).
+    The cells need not be sorted; the sample is returned sorted by cell.
     """
-    priorities = priorities_of(magnitudes, words)
+    if priorities is None:
+        priorities = priorities_of(magnitudes, words)
     positive = np.flatnonzero(priorities > 0)
     if positive.size > size:
-        order = positive[np.argpartition(-priorities[positive], size)]  # the (s+1)-th largest float at `size`
-        boundary = priorities[order[size]]
+        kth = positive.size - size - 1  # ascending: the (s+1)-th largest float lands at kth, larger after it
+        order = positive[np.argpartition(priorities[positive], kth)]
+        boundary = priorities[order[kth]]
         tied = positive[priorities[positive] == boundary]
         if tied.size == 1:
-            chosen, following = order[:size], order[size]
+            chosen, following = order[kth + 1:], order[kth]
         else:  # floats tie at the boundary: rank those by the exact rationals, then cell number
             ranked = sorted(tied.tolist(), key=lambda i: (-Fraction(int(magnitudes[i]), 2 * int(words[i]) + 1),
                                                           int(indices[i])))
@@ -168,6 +174,10 @@ def top_priorities(indices: np.ndarray, values: np.ndarray, magnitudes: np.ndarr
         tau_s = float(priorities[following])
     else:
         chosen, tau_s = positive, 0.0
+    # positions in ascending order, then cells: a few sorted runs, which a stable sort merges quickly
+    picked = np.zeros(indices.size, dtype=bool)
+    picked[chosen] = True
+    chosen = np.flatnonzero(picked)
     chosen = chosen[np.argsort(indices[chosen], kind="stable")]
     values = values[chosen]
     return Summary(indices[chosen], values, ht_weights(values, tau_s), {"tau_s": tau_s})
@@ -210,17 +220,23 @@ def solve_tau(expected_size, wanted: float) -> float:
 
 def zero_probability(mu: float, theta: int, tau: float) -> float:
     """p_{θ,τ}: probability that an empty cell is kept by a two-sided filter θ and sampling τ."""
-    return ZeroLaw(mu, Selection(theta, tau_low=tau)).probability
+    return zero_law(mu, Selection(theta, tau_low=tau)).probability
 
 
 def wanted_above(size: int) -> float:
-    """Priorities wanted above the first level: s + 1 with a margin of four standard deviations."""
+    """Priorities wanted above the final level: s + 1 with a margin of four standard deviations."""
     return size + 1 + 4.0 * math.sqrt(size + 1) + 16
 
 
+@lru_cache(maxsize=256)
 def first_level(domain_size: int, mu: float, theta: int, size: int) -> int:
-    """k of the first level τ = 2^k, from public inputs only (module notes)."""
-    wanted = wanted_above(size)
+    """k of the first level τ = 2^k, from public inputs only (module notes).
+
+    The largest k at which m empty cells would give a quarter of the wanted priorities:
+    the non-empty cells often supply the rest (then fewer empty cells are drawn), and
+    when they do not, two extensions (each doubling the empty ones) usually suffice.
+    """
+    wanted = wanted_above(size) / 4
 
     def enough(k: int) -> bool:
         return domain_size * zero_probability(mu, theta, 2.0**k) >= wanted
@@ -239,6 +255,16 @@ def first_level(domain_size: int, mu: float, theta: int, size: int) -> int:
     return low
 
 
+def count_above(magnitudes: np.ndarray, words: np.ndarray, priorities: np.ndarray, level: int) -> int:
+    """How many exact priorities exceed 2^level."""
+    bound = 2.0**level
+    count = int(np.count_nonzero(priorities > bound))
+    ties = np.flatnonzero(priorities == bound)
+    if ties.size:  # floats equal to 2^level: decide those exactly
+        count += int(np.count_nonzero(above_level(magnitudes[ties], words[ties], priorities[ties], level)))
+    return count
+
+
 def priority_summary(indices: np.ndarray, counts: np.ndarray, domain_size: int, scale: float, size: int,
                      source: RandomSource, theta: int = 1) -> Summary:
     """Priority sample of size s of M′ (after a two-sided filter θ when θ > 1): see the module notes."""
@@ -249,33 +275,43 @@ def priority_summary(indices: np.ndarray, counts: np.ndarray, domain_size: int, 
     words = grid_words(source, noisy.size)
     priorities = priorities_of(magnitudes, words)
 
+    # empty cells are handled as ranks among the cells without a count (:mod:`.walk`)
+    free = int(domain_size) - int(indices.size)
     level = first_level(domain_size, mu, theta, size)
-    law = ZeroLaw(mu, Selection(theta, tau_low=2.0**level))
-    zero_cells = choose_free_cells(source, indices, domain_size, law.inclusion)
-    zero_values = law.sample(source, zero_cells.size)
-    zero_magnitudes = np.abs(zero_values)
-    zero_words = source.uniform_int(grid_bound(zero_magnitudes, level))
+    law = zero_law(mu, Selection(theta, tau_low=2.0**level))
+    drawn = choose_ranks(source, free, law.inclusion)  # sorted ranks of the empty cells drawn so far
+    ranks, values = [drawn], [law.sample(source, drawn.size)]
+    zero_words = [uniform_below(source, grid_bound(np.abs(values[0]), level))]
 
     extensions = 0
-    while level > 0 and (int(np.count_nonzero(above_level(magnitudes, words, priorities, level)))
-                         + zero_cells.size < size + 1):
+    while level > 0 and count_above(magnitudes, words, priorities, level) + drawn.size < size + 1:
         lower = level - 1
-        band = ZeroLaw(mu, Selection(theta, tau_low=2.0**lower, tau_high=2.0**level))
-        occupied = np.union1d(indices, zero_cells)
-        new_cells = choose_free_cells(source, occupied, domain_size, band.inclusion / law.inclusion.complement())
-        new_values = band.sample(source, new_cells.size)
+        band = zero_law(mu, Selection(theta, tau_low=2.0**lower, tau_high=2.0**level))
+        # each empty cell not drawn yet, independently: ranks among those, mapped past the drawn ones
+        new = ranks_to_cells(drawn, choose_ranks(source, free - drawn.size, band_conditional(band, law)))
+        new_values = band.sample(source, new.size)
         new_magnitudes = np.abs(new_values)
         low, high = grid_bound(new_magnitudes, level), grid_bound(new_magnitudes, lower)
-        new_words = low + source.uniform_int(high - low)
-        zero_cells, zero_values, zero_magnitudes, zero_words = _merge(
-            zero_cells, zero_values, new_cells, new_values, (zero_magnitudes, new_magnitudes),
-            (zero_words, new_words))
-        law = ZeroLaw(mu, Selection(theta, tau_low=2.0**lower))
+        ranks.append(new)
+        values.append(new_values)
+        zero_words.append(low + uniform_below(source, high - low))
+        drawn = _merge(drawn, new)[0]
+        law = zero_law(mu, Selection(theta, tau_low=2.0**lower))
         level = lower
         extensions += 1
 
-    cells, values, all_magnitudes, all_words = _merge(indices, noisy, zero_cells, zero_values,
-                                                      (magnitudes, zero_magnitudes), (words, zero_words))
-    sample = top_priorities(cells, values, all_magnitudes, all_words, size)
+    # the ranking needs no cell order: concatenate (the sample is sorted at the end)
+    zero_cells = ranks_to_cells(indices, np.concatenate(ranks))
+    zero_values, zero_words = np.concatenate(values), np.concatenate(zero_words)
+    zero_magnitudes = np.abs(zero_values)  # ≥ θ by the law
+    sample = top_priorities(np.concatenate([indices, zero_cells]), np.concatenate([noisy, zero_values]),
+                            np.concatenate([magnitudes, zero_magnitudes]), np.concatenate([words, zero_words]),
+                            size, np.concatenate([priorities, priorities_of(zero_magnitudes, zero_words)]))
     sample.internal = {"threshold_sample_tau": 2.0**level, "extensions": extensions}
     return sample
+
+
+@lru_cache(maxsize=256)
+def band_conditional(band: ZeroLaw, law: ZeroLaw) -> Real:
+    """P(an empty cell not in the sample at the upper level lies in the band) = p_band/(1 − p_upper)."""
+    return band.inclusion / law.inclusion.complement()

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal, localcontext
+from functools import lru_cache
 
 import numpy as np
 
@@ -125,6 +126,7 @@ def _truncated_geometric(source: RandomSource, mu: float, block: int, size: int)
     return out
 
 
+@lru_cache(maxsize=256)
 def rate_above(probability: Real) -> float:
     """A float μ > 0 with 1 − e^{−μ} ≥ p (so that thinning by p/q is possible)."""
     width = Decimal(2) ** -80
@@ -157,8 +159,13 @@ def choose_ranks(source: RandomSource, free: int, probability) -> np.ndarray:
     landed = _walk(source, free, mu)
     if landed.size == 0:
         return landed
-    keep = ExactDraw.bernoulli(lambda digits: probability.enclosure(digits) / (1 - Interval.exact(-mu, digits).exp()))
-    return landed[keep.draw(source, landed.size) == 0]
+    return landed[_thinning(probability, mu).draw(source, landed.size) == 0]
+
+
+@lru_cache(maxsize=256)
+def _thinning(probability: Real, mu: float) -> ExactDraw:
+    """Keep a landing with probability p/q, q = 1 − e^{−μ} (cached: repeated summaries reuse it)."""
+    return ExactDraw.bernoulli(lambda digits: probability.enclosure(digits) / (1 - Interval.exact(-mu, digits).exp()))
 
 
 def _walk(source: RandomSource, free: int, mu: float) -> np.ndarray:
