@@ -317,8 +317,8 @@ class SparseMechanism(Mechanism):
         limit = params["max_cells"]
         if params.get("target_size") is None:
             self.check_size(method, self.settings(method, params, {}, domain, scale), domain, scale, params)
-        elif self.filters_before_sampling(method, params):  # the declared θ alone decides what is drawn
-            self.check_size(method, {"theta": params.get("threshold")}, domain, scale, params)
+        elif method == "filter-threshold" and self.filters_before_sampling(method, params):
+            self.check_size(method, {"theta": params["threshold"]}, domain, scale, params)  # θ alone decides
         elif method in ("threshold", "filter-threshold"):
             check_output_size(zero_probability(mu, params.get("threshold") or 1, TAU_LIMIT), domain, limit,
                               f"The summary '{method}' (at the largest sampling threshold τ = 2^52)")
