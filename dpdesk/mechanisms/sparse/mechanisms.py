@@ -16,6 +16,19 @@ both have sensitivity 1 (one person adds at most one non-empty cell and one to t
 total), so each estimate gets exact discrete Laplace noise of scale 1/ε_i. The public
 report says which, and lists the noisy estimates (they are part of the release). They
 are never read silently from the data.
+
+Refusals. Everything that can refuse a release — the domain, noise scales too large to
+sample, outputs or priority candidates above ``max_cells`` — is decided in
+:meth:`SparseMechanism.check` from m, ε and the settings alone, before the data is read
+(it works on an object that has only the public ``domain_size``). After the data is read
+nothing refuses: when noisy estimates of n or ‖M‖₁ imply a θ or τ that would list more
+than ``max_cells`` cells, θ or τ is raised to the smallest value within the limit (a
+function of the same public or noisy figures, so post-processing) and the report says so.
+
+Exactness. The shortcuts draw only with exact arithmetic (integer noise, rational coin
+flips, and real probabilities compared with random bits through rigorous enclosures, see
+:mod:`dpdesk.privacy.exact`), so their output distribution equals the laborious one
+exactly: ε-DP with δ = 0, with no floating-point approximation to account for.
 """
 
 from __future__ import annotations
@@ -475,6 +488,10 @@ class SparseMechanism(Mechanism):
         return facts
 
     def report_notes(self, params):
+        if self.method_of(params) == "geometric":
+            yield ("Exact discrete Laplace (geometric) noise on every one of the table's entries: ε-differentially "
+                   "private (pure ε, δ = 0); entries whose noisy count is 0 are not listed.")
+            return
         yield ("Same output distribution as adding geometric noise to every cell of the table and then "
                "summarizing (Cormode et al., Theorems 1–4), so the summary is ε-differentially private (pure ε, "
                "δ = 0); cells not listed are estimated as 0.")
@@ -650,6 +667,10 @@ class Sketch(SparseMechanism):
             "bucket = top 32 bits × w / 2³², sign = lowest bit", "hash key": key.hex(),
             "cell of bucket b in row j": "j·w + b"}
         return release
+
+    def report_notes(self, params):
+        yield ("The hash functions are drawn before the data is read and published; exact discrete Laplace noise "
+               "of scale d/ε on every bucket makes the sketch ε-differentially private (pure ε, δ = 0).")
 
     def expected_error(self, epsilon, params, facts):
         scale = params["depth"] / epsilon
