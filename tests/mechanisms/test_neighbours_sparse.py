@@ -18,16 +18,16 @@ decided before the data is read, from m, ε and the settings alone. Rows of the 
 from __future__ import annotations
 
 import copy
-import math
 
 import numpy as np
 import pytest
 
 import dpdesk
 from dpdesk.api import prepare
-from dpdesk.errors import DpdeskError, ParameterError
+from dpdesk.errors import ParameterError
 from dpdesk.privacy.randomness import RandomSource, SeededRandom
 from tests.audit import audit
+from tests.mechanisms.test_sparse import AUDIT_EPS, cell_sampler, clipped, neighbours
 
 M = 4000
 BASE = {5: 40, 17: 3, 300: 12, 1201: 1, 3999: 7}
@@ -285,50 +285,24 @@ def test_tau_s_carries_no_data_dependent_lattice():
     assert np.all(levels_first == reference) and np.all(levels_second == reference)  # τ from public inputs
 
 
-# -- audits: the released value of the cell that differs ------------------------------------------------
-
-CELL = 3
-
-
-def _value_sampler(mechanism_id, epsilon, **params):
-    mechanism = dpdesk.mechanisms.get(mechanism_id)
-
-    def sample(data, generator, n):
-        values = mechanism.validate(data, epsilon, params)
-        prepared = prepare(data, mechanism, epsilon, values)
-        source = SeededRandom(generator)
-        out = np.empty(n)
-        for i in range(n):
-            cells = mechanism.run(data, prepared, epsilon, values, source).cells
-            found = np.flatnonzero(cells.indices == CELL)
-            out[i] = cells.values[found[0]] if found.size else 0
-        return out[:, None]
-
-    return sample
-
-
-def _tiny_pair(count):
-    first = dpdesk.from_cells([1, 7, 12] + ([CELL] if count else []), [4, 2, 9] + ([count] if count else []), 20)
-    second = dpdesk.from_cells([1, 7, 12, CELL], [4, 2, 9, count + 1], 20)
-    return first, second
-
+# -- audits: the released value of the cell that differs (the harness of test_sparse.py) ----------------
 
 AUDITED = [("priority", {"size": 5}), ("threshold", {"tau": 4.0}), ("filter-priority", {"threshold": 2, "size": 4})]
 
 
 @pytest.mark.parametrize("mechanism_id,params", AUDITED[:2], ids=[c[0] for c in AUDITED[:2]])
 def test_audit_of_the_exact_samplers_stays_below_the_claim(mechanism_id, params):
-    first, second = _tiny_pair(0)  # 0 → 1: the empty-cell law against the noisy count
-    result = audit(_value_sampler(mechanism_id, 1.0, **params), first, second, runs=1500,
-                   features=lambda x: np.clip(x, -5, 5), seed=11)
-    assert result.epsilon_lower <= 1.0, str(result)
+    first, second = neighbours(0)  # 0 → 1: the empty-cell law against the noisy count
+    result = audit(cell_sampler(dpdesk.mechanisms.get(mechanism_id), 0, **params), first, second, runs=1500,
+                   features=clipped, seed=11)
+    assert result.epsilon_lower <= AUDIT_EPS, str(result)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mechanism_id,params", AUDITED, ids=[c[0] for c in AUDITED])
 @pytest.mark.parametrize("count", [0, 2])
 def test_audit_of_the_exact_samplers_long(mechanism_id, params, count):
-    first, second = _tiny_pair(count)
-    result = audit(_value_sampler(mechanism_id, 1.0, **params), first, second, runs=20_000,
-                   features=lambda x: np.clip(x, -5, 5), seed=12)
-    assert result.epsilon_lower <= 1.0, str(result)
+    first, second = neighbours(count)
+    result = audit(cell_sampler(dpdesk.mechanisms.get(mechanism_id), 0, **params), first, second, runs=20_000,
+                   features=clipped, seed=12)
+    assert result.epsilon_lower <= AUDIT_EPS, str(result)

@@ -58,7 +58,7 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from ...errors import ParameterError
-from ...privacy.exact import ExactDraw, Interval, Real, enclose
+from ...privacy.exact import ExactDraw, Interval, Real
 from ...privacy.noise import _mu_from_scale, geometric
 from ...privacy.randomness import RandomSource
 
