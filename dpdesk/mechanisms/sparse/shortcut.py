@@ -30,8 +30,7 @@ the band law and w uniform on [bound(τ), bound(τ′)). The non-zero cells' w a
 The first level 2^k comes from public inputs only (m, s, θ and the noise scale): the
 largest power of two at which the m cells, were they all empty, would give a quarter of
 s + 1 + 4√(s+1) + 16 priorities above it (:func:`first_level`). It sets the running time,
-not the output.
-Priorities are ordered by their floats (rounding is monotone) and, where two floats tie
+not the output. Priorities are ordered by their floats (rounding is monotone) and, where two floats tie
 at the boundary, by the exact rationals, then by cell number: the same rule as the
 laborious approach with the same r grid.
 """
@@ -60,8 +59,8 @@ class Summary:
     """Cells (sorted), their released values, optional Horvitz–Thompson weights.
 
     ``info`` holds public facts of the draw (functions of the output and public inputs);
-    ``internal`` how it was computed (e.g. the guessed τ of a priority sample, which used
-    noisy values that are not released), for the internal report only.
+    ``internal`` how it was computed (e.g. the level at which a priority sample ended and
+    how often it was extended), for the internal report only.
     """
 
     indices: np.ndarray
