@@ -260,8 +260,10 @@ def check_priority_runs(fast, slow, size, cells=INDICES):
 
 
 def test_priority_sample_extended_below_a_bad_guess_is_still_exact(monkeypatch):
-    # force the guessed τ far too high: the sample must be extended downwards (module notes)
-    monkeypatch.setattr(shortcut, "solve_tau", lambda expected, wanted: 60.0)
+    # force the first level far too high (τ = 64): the sample must be extended twice, to 16 (module notes)
+    monkeypatch.setattr(shortcut, "first_level", lambda m, mu, theta, size: 6)
+    probe = shortcut.priority_summary(INDICES, COUNTS, M, SCALE, 100, SeededRandom(np.random.default_rng(30)))
+    assert probe.internal["extensions"] == 2
     fast = shortcut_runs("priority", {"size": 100}, RUNS, seed=31)
     slow = laborious("priority", {"size": 100}, RUNS, seed=32)
     check_priority_runs(fast, slow, 100)
@@ -325,7 +327,7 @@ def test_dyadic_summaries_match_the_laborious_approach(method, settings, consist
 def test_planted_bug_p_theta_off_by_two_is_caught(monkeypatch):
     honest = shortcut.choose_free_cells
     monkeypatch.setattr(shortcut, "choose_free_cells",
-                        lambda source, occupied, m, p: honest(source, occupied, m, min(1.0, 2 * p)))
+                        lambda source, occupied, m, p: honest(source, occupied, m, min(1.0, 2 * p.approx)))
     law = ZeroLaw(noise_mu(SCALE), Selection(3))
     numbers, _ = zero_parts(shortcut_runs("filter2", {"theta": 3}, 500, seed=51), INDICES)
     assert binomial_pvalue(numbers, M - INDICES.size, law.probability) < P_FAIL
@@ -356,8 +358,8 @@ def test_planted_bug_tail_off_by_one_is_caught(monkeypatch):
 
 
 def test_planted_bug_priority_redrawn_instead_of_extended_is_caught(monkeypatch):
-    # a redraw conditions on the draw reaching s+1 priorities above the guess: τ_s is biased
-    monkeypatch.setattr(shortcut, "solve_tau", lambda expected, wanted: 25.0)  # enough about half the time
+    # a redraw conditions on the draw reaching s+1 priorities above the first level: τ_s is biased
+    monkeypatch.setattr(shortcut, "first_level", lambda m, mu, theta, size: 4)  # τ = 16: enough half the time
     honest = shortcut.priority_summary
 
     def redraw(indices, counts, m, scale, size, source, theta=1):
@@ -369,9 +371,9 @@ def test_planted_bug_priority_redrawn_instead_of_extended_is_caught(monkeypatch)
     fast = []
     source = SeededRandom(np.random.default_rng(55))
     for _ in range(1500):
-        sample = redraw(INDICES, COUNTS, M, SCALE, 100, source)
+        sample = redraw(INDICES, COUNTS, M, SCALE, 150, source)
         fast.append((sample.indices, sample.values, sample.weights, sample.info["tau_s"]))
-    slow = laborious("priority", {"size": 100}, 1500, seed=56)
+    slow = laborious("priority", {"size": 150}, 1500, seed=56)
     assert stats.ks_2samp([r[3] for r in fast], [r[3] for r in slow]).pvalue < P_FAIL
 
 

@@ -26,31 +26,43 @@ p_τ = 2α(1−α^τ)/(τ(1−α²)) and p_{θ,τ} = 2(θα^θ − (θ−1)α^{�
 ``tests/mechanisms/test_sparse_laws.py`` checks all of them, and the paper's four-piece
 CDFs, against direct summation of the geometric pmf.
 
-Drawing the released value of an upgraded empty cell: its magnitude has weights
-α^a·π(a). Where π is constant up to infinity the magnitude is ``start + G`` with G an
-exact geometric draw (``dpdesk.privacy.noise.geometric``), so the filters' values are
-exact (App. C.1: M′ given M′ ≥ θ is θ + Geometric(α)). On the affine segments the
-magnitude is drawn by inverting a table of the cumulative weights with a uniform on the
-2⁻⁵³ grid (``source.uniform01``); the table stops where the remaining weight is below
-2⁻⁵⁸ of the total. The sign is a fair coin for the symmetric rules. The value of an empty
-cell does not depend on the data, so this float resolution cannot reveal anything about
-which cells are empty beyond an event of probability about 2⁻⁵³.
+The float p above is for reports and size checks. What the shortcut *draws* must be exact,
+or the release is only (ε, δ)-DP: an empty cell listed with a float approximation of p,
+or with a value whose law is rounded, is an event whose probability differs between a
+table where the cell is empty and one where a person sits in it. So the draws use exact
+arithmetic only (:mod:`dpdesk.privacy.exact`):
+
+* p is a real number known by rigorous enclosures (:meth:`ZeroLaw.enclose_probability`,
+  the same closed forms in interval arithmetic), used by the walk (:mod:`.walk`);
+* the magnitude of a listed empty cell has weights α^a·π(a). Each affine piece of π is
+  split into parts with weights α^a (a truncated geometric: F + G mod (K+1) for an exact
+  geometric G — memoryless, so exactly truncated), (a − F)α^a (a triangle: i + k for two
+  truncated geometrics, kept when i + k ≤ K — at least half are) or (L − a)α^a (a
+  truncated geometric g kept when a uniform integer on [0, K] is ≥ g — at least half
+  are), with rational coefficients from θ and τ. The part is chosen with exact
+  probabilities (:class:`~dpdesk.privacy.exact.ExactDraw` over enclosures of the parts'
+  masses), then drawn with exact geometric draws (``dpdesk.privacy.noise.geometric``)
+  and uniform integers. The sign is a fair coin for the symmetric rules.
+
+Nothing here is a float probability, so the shortcut has *exactly* the laborious
+approach's distribution and the summaries stay ε-DP with δ = 0.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cached_property, lru_cache
 
 import numpy as np
 
 from ...errors import ParameterError
+from ...privacy.exact import ExactDraw, Interval, Real
 from ...privacy.noise import _mu_from_scale, geometric
 from ...privacy.randomness import RandomSource
 
 DIRECT_SUM = 1 << 16  # segments up to this length are summed term by term (no cancellation)
-MAX_TABLE = 10_000_000  # magnitudes in a sampling table; more means ε/Δ below ~4·10⁻⁶
 BLOCK = 1 << 16  # exact samplers run 2-3x faster on blocks that fit the CPU cache
 
 
@@ -113,19 +125,46 @@ class Selection:
             probability *= share
         return probability
 
-    def segments(self) -> list[tuple[int, float, float, float]]:
-        """π on magnitudes a ≥ θ as ``(first, last, c0, c1)``: π(a) = c0 + c1·a (last may be inf)."""
+    def keep(self, values, source: RandomSource) -> np.ndarray:
+        """Whether each noisy value is kept: π(v) as an exact coin flip (τ is a float, hence rational)."""
+        v = np.asarray(values, dtype=np.int64)
+        magnitude = np.abs(v)
+        passed = (v >= self.theta) if self.one_sided else (magnitude >= self.theta)
+        if self.tau_low is None:
+            return passed
+        if self.tau_high is not None:
+            raise ValueError("bands are drawn for empty cells only")
+        tau = Fraction(self.tau_low)
+        if tau.numerator >= 2**62:
+            raise ValueError("sampling thresholds above 2^52 are not supported")
+        unsure = np.flatnonzero(passed & (magnitude < math.ceil(tau)))  # π(v) = |v|/τ < 1
+        keep = passed.copy()
+        # |v|·den < num ≤ 2^62 for these, so the products cannot overflow
+        keep[unsure] = source.uniform_int(tau.numerator, unsure.size) < magnitude[unsure] * tau.denominator
+        return keep
+
+    def exact_segments(self) -> list[tuple[int, int | None, Fraction, Fraction]]:
+        """π on magnitudes a ≥ θ as ``(first, last, c0, c1)``: π(a) = c0 + c1·a, exact rationals.
+
+        ``last`` None: no end. τ_low and τ_high are floats, hence exact rationals.
+        """
         theta = int(self.theta)
         if self.tau_low is None:
-            return [(theta, math.inf, 1.0, 0.0)]
+            return [(theta, None, Fraction(1), Fraction(0))]
         low_end = math.floor(self.tau_low)  # a ≤ low_end: a/τ_low ≤ 1
+        low = 1 / Fraction(self.tau_low)
         if self.tau_high is None:
-            parts = [(theta, low_end, 0.0, 1.0 / self.tau_low), (max(theta, low_end + 1), math.inf, 1.0, 0.0)]
+            parts = [(theta, low_end, Fraction(0), low), (max(theta, low_end + 1), None, Fraction(1), Fraction(0))]
         else:
-            high_end = math.floor(self.tau_high)
-            parts = [(theta, low_end, 0.0, 1.0 / self.tau_low - 1.0 / self.tau_high),
-                     (max(theta, low_end + 1), high_end, 1.0, -1.0 / self.tau_high)]
-        return [part for part in parts if part[0] <= part[1]]
+            high = 1 / Fraction(self.tau_high)
+            parts = [(theta, low_end, Fraction(0), low - high),
+                     (max(theta, low_end + 1), math.floor(self.tau_high), Fraction(1), -high)]
+        return [part for part in parts if part[1] is None or part[0] <= part[1]]
+
+    def segments(self) -> list[tuple[int, float, float, float]]:
+        """:meth:`exact_segments` in floating point (last = inf for no end), for the float figures."""
+        return [(first, math.inf if last is None else last, float(c0), float(c1))
+                for first, last, c0, c1 in self.exact_segments()]
 
 
 def _segment_sums(log_alpha: float, first: int, last: float, origin: int) -> tuple[float, float]:
@@ -198,50 +237,116 @@ class ZeroLaw:
             return np.where(v > 0, weights, 0.0)
         return np.where(v != 0, weights / 2.0, 0.0)
 
-    # -- sampling ----------------------------------------------------------------------
+    # -- exact draws -----------------------------------------------------------------------
     @cached_property
-    def _sampler(self):
-        """(table start, cumulative table weights, tail start, tail weight) for magnitudes."""
-        theta = int(self.selection.theta)
-        tail_start, tail_weight = None, 0.0
-        table_end = theta - 1
-        for (first, last, c0, c1), mass in zip(self.selection.segments(), self._segment_masses):
-            if last == math.inf and c1 == 0.0:
-                tail_start, tail_weight = first, mass  # constant to infinity: exact geometric
+    def parts(self) -> list[tuple[str, int, int | None, Fraction]]:
+        """π split into drawable parts ``(shape, F, L, coefficient)`` (module notes).
+
+        Shapes on magnitudes F ≤ a ≤ L (L None: no end): "flat" α^a, "rising"
+        (a − F + 1)α^a, "falling" (L − a + 1)α^a; the weights α^a·π(a) are the sum of
+        coefficient × shape over the parts.
+        """
+        out = []
+        for first, last, c0, c1 in self.selection.exact_segments():
+            if c1 > 0:  # π(a) = c1·(a − F) + π(F): rising on [F+1, L] plus flat
+                if last is not None and last > first:
+                    out.append(("rising", first + 1, last, c1))
+                out.append(("flat", first, last, c0 + c1 * first))
+            elif c1 < 0:  # π(a) = |c1|·(L − a) + π(L): falling on [F, L−1] plus flat
+                if last > first:
+                    out.append(("falling", first, last - 1, -c1))
+                out.append(("flat", first, last, c0 + c1 * last))
             else:
-                table_end = max(table_end, int(last))
-        cutoff = theta + math.ceil(64 * math.log(2) / self.mu)  # α^(cutoff−θ) ≤ 2^-64
-        table_end = min(table_end, cutoff, tail_start - 1 if tail_start is not None else table_end)
-        if table_end - theta + 1 > MAX_TABLE:
-            raise ParameterError(f"The noise is too wide (ε/Δ = {self.mu:.3g}) for this summary's sampling table; "
-                                 "use a larger ε.")
-        if table_end >= theta:
-            cumulative = np.cumsum(self.magnitude_weights(np.arange(theta, table_end + 1)))
-        else:
-            cumulative = np.zeros(0)
-        return theta, cumulative, tail_start, tail_weight
+                out.append(("flat", first, last, c0))
+        return [part for part in out if part[3] > 0]
+
+    def enclose_masses(self, digits: int) -> list[Interval]:
+        """Σ_a α^(a−θ)·(coefficient × shape) of each part, enclosed."""
+        mu = Interval.exact(self.mu, digits)
+        alpha = (-mu).exp()
+        one_minus = 1 - alpha
+        theta = int(self.selection.theta)
+        masses = []
+        for shape, first, last, coefficient in self.parts:
+            start = (mu * (theta - first)).exp()  # α^(F−θ)
+            if last is None:
+                total = 1 / one_minus
+            else:
+                count = last - first + 1
+                flat = (1 - (mu * -count).exp()) / one_minus  # Σ_{j<count} α^j
+                if shape == "flat":
+                    total = flat
+                elif shape == "rising":  # Σ (j+1)α^j = (flat − count·α^count)/(1 − α)
+                    total = (flat - (mu * -count).exp() * count) / one_minus
+                else:  # Σ (count − j)α^j = (count − α·flat)/(1 − α)
+                    total = (count - alpha * flat) / one_minus
+            masses.append(start * total * coefficient)
+        return masses
+
+    def enclose_probability(self, digits: int) -> Interval:
+        """p = sides·(1−α)/(1+α)·α^θ·Σ masses, enclosed."""
+        mu = Interval.exact(self.mu, digits)
+        alpha = (-mu).exp()
+        total = Interval.exact(0, digits)
+        for mass in self.enclose_masses(digits):
+            total = total + mass
+        return ((1 - alpha) / (1 + alpha) * (mu * -int(self.selection.theta)).exp() * total * self.sides).clamp01()
+
+    @cached_property
+    def inclusion(self) -> Real:
+        """p as an exact real (what the walk draws with)."""
+        if not self.parts:
+            return Real.of(0)
+        return Real(self.enclose_probability, self.probability)
+
+    @cached_property
+    def _choose_part(self) -> ExactDraw:
+        return ExactDraw.from_weights(self.enclose_masses)
 
     def sample(self, source: RandomSource, count: int) -> np.ndarray:
-        """``count`` released values of upgraded empty cells (int64)."""
+        """``count`` released values of upgraded empty cells (int64), drawn exactly."""
         count = int(count)
-        if count == 0:
-            return np.zeros(0, dtype=np.int64)
-        table_start, cumulative, tail_start, tail_weight = self._sampler
-        table_weight = float(cumulative[-1]) if cumulative.size else 0.0
         magnitudes = np.empty(count, dtype=np.int64)
-        if tail_start is not None and table_weight > 0:
-            in_tail = source.uniform01(count) * (table_weight + tail_weight) >= table_weight
-        else:
-            in_tail = np.full(count, tail_start is not None)
-        tail = np.flatnonzero(in_tail)
-        if tail.size:
-            magnitudes[tail] = tail_start + draw_in_blocks(lambda k: geometric(source, self.mu, k), tail.size)
-        body = np.flatnonzero(~in_tail)
-        if body.size:
-            u = source.uniform01(body.size) * table_weight
-            position = np.searchsorted(cumulative, u, side="right")
-            magnitudes[body] = table_start + np.minimum(position, cumulative.size - 1)
+        if count == 0:
+            return magnitudes
+        parts = self.parts
+        which = self._choose_part.draw(source, count) if len(parts) > 1 else np.zeros(count, dtype=np.int64)
+        for number, (shape, first, last, _) in enumerate(parts):
+            chosen = np.flatnonzero(which == number)
+            if chosen.size:
+                magnitudes[chosen] = first + self._offsets(source, shape, None if last is None else last - first,
+                                                           chosen.size)
         if self.sides == 1:
             return magnitudes
         negative = source.bits(count)
         return np.where(negative, -magnitudes, magnitudes)
+
+    def _truncated(self, source: RandomSource, span: int | None, count: int) -> np.ndarray:
+        """G (span None) or G mod (span + 1): exactly P(j) ∝ α^j on [0, span]."""
+        draws = draw_in_blocks(lambda k: geometric(source, self.mu, k), count)
+        return draws if span is None else draws % (span + 1)
+
+    def _offsets(self, source: RandomSource, shape: str, span: int | None, count: int) -> np.ndarray:
+        """a − F for ``count`` draws of a part's shape on [F, F + span]."""
+        if shape == "flat":
+            return self._truncated(source, span, count)
+        out = np.empty(count, dtype=np.int64)
+        pending = np.arange(count)
+        while pending.size:  # each round keeps at least half on average (module notes)
+            first = self._truncated(source, span, pending.size)
+            if shape == "rising":
+                offset = first + self._truncated(source, span, pending.size)
+                kept = offset <= span
+            else:
+                offset = first
+                kept = source.uniform_int(span + 1, pending.size) >= first
+            out[pending[kept]] = offset[kept]
+            pending = pending[~kept]
+        return out
+
+
+@lru_cache(maxsize=1024)
+def zero_law(mu: float, selection: Selection) -> ZeroLaw:
+    """The law for these public inputs, built once: comparisons repeat the same summary many times,
+    and the exact draws' enclosures are computed on first use and kept."""
+    return ZeroLaw(mu, selection)

@@ -16,6 +16,19 @@ both have sensitivity 1 (one person adds at most one non-empty cell and one to t
 total), so each estimate gets exact discrete Laplace noise of scale 1/ε_i. The public
 report says which, and lists the noisy estimates (they are part of the release). They
 are never read silently from the data.
+
+Refusals. Everything that can refuse a release — the domain, noise scales too large to
+sample, outputs or priority candidates above ``max_cells`` — is decided in
+:meth:`SparseMechanism.check` from m, ε and the settings alone, before the data is read
+(it works on an object that has only the public ``domain_size``). After the data is read
+nothing refuses: when noisy estimates of n or ‖M‖₁ imply a θ or τ that would list more
+than ``max_cells`` cells, θ or τ is raised to the smallest value within the limit (a
+function of the same public or noisy figures, so post-processing) and the report says so.
+
+Exactness. The shortcuts draw only with exact arithmetic (integer noise, rational coin
+flips, and real probabilities compared with random bits through rigorous enclosures, see
+:mod:`dpdesk.privacy.exact`), so their output distribution equals the laborious one
+exactly: ε-DP with δ = 0, with no floating-point approximation to account for.
 """
 
 from __future__ import annotations
@@ -33,9 +46,9 @@ from .. import register
 from ..base import CellSummary, Mechanism, Param
 from ..counts import CLAMP
 from .dyadic import DyadicTree
-from .laws import Selection, ZeroLaw, noise_mu
-from .shortcut import (Summary, add_noise, explicit_priority, explicit_threshold, priority_summary,
-                       selection_summary, solve_tau, zero_probability)
+from .laws import Selection, noise_mu, zero_law
+from .shortcut import (TOP_LEVEL, Summary, add_noise, explicit_priority, explicit_threshold, first_level,
+                       priority_summary, selection_summary, solve_tau, zero_probability)
 from .sketch import index_bytes, noisy_sketch
 from .walk import check_output_size
 
@@ -44,6 +57,7 @@ PAPER = "Cormode, Procopiuc, Srivastava & Tran, Differentially Private Publicati
 LABEL_LIMIT = 100_000  # readable cell labels only for summaries up to this size
 MAX_DOMAIN = 2**62  # cell numbers and ranks stay within int64 with room to spare
 LABORIOUS_CHUNK = 1 << 16  # cache-sized blocks: the baseline is timed against the shortcut
+TAU_LIMIT = 2.0**52  # derived sampling thresholds stay where min(|v|/τ, 1) is an exact coin flip
 
 METHODS = ("geometric", "filter", "filter2", "threshold", "priority", "filter-threshold", "filter-priority")
 FILTERS = ("filter", "filter2", "filter-threshold", "filter-priority")
@@ -133,6 +147,11 @@ def _uses(method: str, params: dict) -> set[str]:
     return set()
 
 
+def _estimated(method: str, params: dict) -> list[str]:
+    """The public facts a method's settings need and the steward did not declare (estimated with ε)."""
+    return sorted(name for name in _uses(method, params) if params.get(name) is None)
+
+
 SETTINGS_USED = {"geometric": set(), "filter": {"threshold", "target_size"}, "filter2": {"threshold", "target_size"},
                  "threshold": {"tau", "target_size"}, "priority": {"size"},
                  "filter-threshold": {"threshold", "tau", "target_size"}, "filter-priority": {"threshold", "size"}}
@@ -178,6 +197,27 @@ def theta_for_target(target: int, mu: float, free: int, two_sided: bool) -> int:
 def tau_for_target(target: int, mu: float, free: int, total: int, theta: int = 1) -> float:
     """App. C.2: τ with ‖M‖₁/τ + (m−n)·p_{θ,τ} = t (the paper's estimate, exact for the empty cells)."""
     return solve_tau(lambda tau: total / tau + free * zero_probability(mu, theta, tau), target)
+
+
+def theta_within(limit: int, mu: float, domain: int, one_sided: bool) -> int:
+    """The smallest θ whose filter lists at most ``limit`` empty cells in expectation (public)."""
+    def expected(theta: int) -> float:
+        return domain * zero_law(mu, Selection(theta, one_sided=one_sided)).probability
+
+    if expected(1) <= limit:
+        return 1
+    low, high = 1, 2  # expected(low) > limit ≥ expected(high)
+    while expected(high) > limit:
+        low, high = high, 2 * high
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if expected(middle) > limit else (low, middle)
+    return high
+
+
+def tau_within(limit: int, mu: float, domain: int, theta: int) -> float:
+    """A τ whose threshold sample lists at most ``limit`` empty cells in expectation (public)."""
+    return solve_tau(lambda tau: domain * zero_probability(mu, theta, tau), limit)
 
 
 def laborious_geometric(table: Table, scale: float, clamp: bool, source) -> Summary:
@@ -263,6 +303,11 @@ class SparseMechanism(Mechanism):
         return data.domain_size, self.sensitivity_for(data.domain_size)
 
     def check(self, data, epsilon, params):
+        """Every refusal, decided before the data is read from m, ε and the settings alone.
+
+        ``data`` may be an object with the public attributes only (``domain_size``, …).
+        Nothing in :meth:`run` refuses: sizes derived from noisy estimates are clamped instead.
+        """
         if data is not None and data.domain_size > MAX_DOMAIN:
             raise ParameterError(f"The table has {data.domain_size:,} cells; dpdesk's summaries handle up to 2^62.")
         method = self.method_of(params)
@@ -271,23 +316,54 @@ class SparseMechanism(Mechanism):
         for name, what in (("target_size", "target size"), ("size", "sample size")):
             if params.get(name) is not None and params[name] > params["max_cells"]:
                 raise ParameterError(f"The {what} {params[name]:,} is above max_cells = {params['max_cells']:,}.")
-        if data is not None and not _uses(method, params):
-            domain, sensitivity = self.table_shape(data)
-            self.check_size(method, self.settings(method, params, {}, domain, sensitivity / epsilon),
-                            domain, sensitivity / epsilon, params)
+        if data is None:
+            return params
+        domain, sensitivity = self.table_shape(data)  # the dyadic tree refuses domains above 2^60 here
+        missing = _estimated(method, params)
+        summary_epsilon = epsilon
+        if missing:
+            share = params["estimate_share"] * epsilon
+            noise_mu(len(missing) / share)  # refuses a noise scale too large to sample
+            summary_epsilon = epsilon - share
+        scale = sensitivity / summary_epsilon
+        mu = noise_mu(scale)
+        limit = params["max_cells"]
+        if params.get("target_size") is None:
+            self.check_size(method, self.settings(method, params, {}, domain, scale), domain, scale, params)
+        elif method == "filter-threshold" and self.filters_before_sampling(method, params):
+            self.check_size(method, {"theta": params["threshold"]}, domain, scale, params)  # θ alone decides
+        elif method in ("threshold", "filter-threshold"):
+            check_output_size(zero_probability(mu, params.get("threshold") or 1, TAU_LIMIT), domain, limit,
+                              f"The summary '{method}' (at the largest sampling threshold τ = 2^52)")
+        if method in ("priority", "filter-priority") and not self.filters_before_sampling(method, params):
+            theta = params.get("threshold") or 1
+            if first_level(domain, mu, theta, params["size"]) == TOP_LEVEL:
+                check_output_size(zero_probability(mu, theta, 2.0**TOP_LEVEL), domain, limit,
+                                  f"The priority sample '{method}' (its candidates above τ = 2^52)")
         return params
 
     def settings(self, method: str, params: dict, facts: dict, domain: int, scale: float) -> dict:
         """θ, τ, s for the draw: as given, or derived from the target size and the public facts."""
         mu = noise_mu(scale)
         theta, tau, target = params.get("threshold"), params.get("tau"), params.get("target_size")
+        raised = False
         if target is not None:
+            # n and ‖M‖₁ may be noisy estimates: a size they imply above max_cells is clamped
+            # (post-processing), never refused after the data was read
             free = max(domain - int(facts["nonzeros"]), 0)
+            limit = params["max_cells"]
             if method in ("filter", "filter2"):
-                theta = theta_for_target(target, mu, free, two_sided=method == "filter2")
+                wanted = theta_for_target(target, mu, free, two_sided=method == "filter2")
+                theta = max(wanted, theta_within(limit, mu, domain, one_sided=method == "filter"))
+                raised = theta > wanted
             elif method in ("threshold", "filter-threshold"):
-                tau = tau_for_target(target, mu, free, int(facts["total"]), theta or 1)
-        return {"theta": theta, "tau": tau, "size": params.get("size"), "clamp": params.get("clamp", False)}
+                wanted = min(tau_for_target(target, mu, free, int(facts["total"]), theta or 1), TAU_LIMIT)
+                tau = wanted
+                if not self.filters_before_sampling(method, params):
+                    tau = max(wanted, tau_within(limit, mu, domain, theta or 1))
+                raised = tau > wanted
+        return {"theta": theta, "tau": tau, "size": params.get("size"), "clamp": params.get("clamp", False),
+                "raised_for_max_cells": raised}
 
     def filters_before_sampling(self, method: str, params: dict) -> bool:
         """Whether the filter output is materialized before sampling (dyadic consistency check)."""
@@ -306,7 +382,7 @@ class SparseMechanism(Mechanism):
         selection = listed_selection(method, settings.get("theta"), settings.get("tau"),
                                      filter_first=self.filters_before_sampling(method, params))
         if selection is not None:  # priority samples hold about s cells, checked against max_cells already
-            probability = ZeroLaw(noise_mu(scale), selection).probability
+            probability = zero_law(noise_mu(scale), selection).probability
             check_output_size(probability, domain, limit, f"The summary '{method}'")
 
     # -- the run -----------------------------------------------------------------------
@@ -314,9 +390,8 @@ class SparseMechanism(Mechanism):
         method = self.method_of(params)
         table = self.table(data, prepared)
         budget = BudgetSplit(epsilon)
-        needed = _uses(method, params)
-        facts = {name: params[name] for name in needed if params.get(name) is not None}
-        missing = sorted(needed - set(facts))
+        facts = {name: params[name] for name in _uses(method, params) if params.get(name) is not None}
+        missing = _estimated(method, params)
         summary_epsilon = epsilon
         estimates = {}
         if missing:
@@ -329,7 +404,6 @@ class SparseMechanism(Mechanism):
         facts = self.table_facts(data, facts)
         scale = table.sensitivity / summary_epsilon
         settings = self.settings(method, params, facts, table.domain_size, scale)
-        self.check_size(method, settings, table.domain_size, scale, params)
         budget.add("noisy summary", summary_epsilon,
                    f"exact discrete Laplace (geometric) noise of scale Δ/ε = {scale:.6g} on every "
                    f"{'node' if table.tree is not None else 'cell'} (Δ = {table.sensitivity}), then the summary")
@@ -373,6 +447,11 @@ class SparseMechanism(Mechanism):
         for key, label in (("theta", "filter threshold θ"), ("tau", "sampling threshold τ"), ("size", "sample size s")):
             if settings.get(key) is not None:
                 described[label] = settings[key]
+        if settings.get("raised_for_max_cells"):
+            what = "θ" if method in ("filter", "filter2") else "τ"
+            described[f"{what} raised above what the target size asks"] = (
+                f"so that the expected number of listed empty {'ranges' if table.tree is not None else 'cells'} "
+                "stays within max_cells (computed from the same public or noisy figures as the target)")
         if "tau_s" in summary.info:
             described["τ_s (the (s+1)-th priority)"] = summary.info["tau_s"]
         item = "range" if table.tree is not None else "cell"
@@ -409,9 +488,16 @@ class SparseMechanism(Mechanism):
         return facts
 
     def report_notes(self, params):
+        if self.method_of(params) == "geometric":
+            yield ("Exact discrete Laplace (geometric) noise on every one of the table's entries: ε-differentially "
+                   "private (pure ε, δ = 0); entries whose noisy count is 0 are not listed.")
+            return
         yield ("Same output distribution as adding geometric noise to every cell of the table and then "
-               "summarizing (Cormode et al., Theorems 1–4), so the summary is ε-differentially private; "
-               "cells not listed are estimated as 0.")
+               "summarizing (Cormode et al., Theorems 1–4), so the summary is ε-differentially private (pure ε, "
+               "δ = 0); cells not listed are estimated as 0.")
+        yield ("Every random choice of the shortcut is drawn exactly: integer noise, and probabilities compared "
+               "with random bits in exact arithmetic (no floating-point probability), so the equality of "
+               "distributions holds exactly, not up to rounding.")
 
     def expected_error(self, epsilon, params, facts):
         domain = facts.get("domain size m (cells)")
@@ -561,6 +647,7 @@ class Sketch(SparseMechanism):
         if params["width"] * params["depth"] > params["max_cells"]:
             raise ParameterError(f"A sketch of {params['width']:,} × {params['depth']} buckets is more than "
                                  f"max_cells = {params['max_cells']:,}.")
+        noise_mu(params["depth"] / epsilon)  # refuses a noise scale too large to sample, before the data
         return params
 
     def run(self, data, prepared, epsilon, params, source):
@@ -580,6 +667,10 @@ class Sketch(SparseMechanism):
             "bucket = top 32 bits × w / 2³², sign = lowest bit", "hash key": key.hex(),
             "cell of bucket b in row j": "j·w + b"}
         return release
+
+    def report_notes(self, params):
+        yield ("The hash functions are drawn before the data is read and published; exact discrete Laplace noise "
+               "of scale d/ε on every bucket makes the sketch ε-differentially private (pure ε, δ = 0).")
 
     def expected_error(self, epsilon, params, facts):
         scale = params["depth"] / epsilon

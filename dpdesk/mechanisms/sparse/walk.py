@@ -22,16 +22,27 @@ with parameter μD, and R = G mod D, independent of Q, has P(R = r) ∝ e^{−μ
 R is drawn by rejection from a uniform integer Y on [0, D), accepted with probability
 e^{−μY} ≥ e^{−2⁻²⁹} (:func:`bernoulli_exp`, exact). When even D = 2⁶² gives μD < 2⁻³⁰,
 only whether Q ≥ 1 matters (G ≥ 2⁶² is past every domain), which is Bernoulli(e^{−μD}).
+
+Exact p
+-------
+The geometric gaps are exact for a *float* μ, but p is a real number (e.g. 2α^θ/(1+α) with
+α = e^{−ε}), and −ln(1 − p) is not a float. So the walk runs at a float rate μ_q with
+q = 1 − e^{−μ_q} ≥ p (rounded up, checked with an enclosure of p), and keeps each cell it
+lands on with probability exactly p/q (an :class:`~dpdesk.privacy.exact.ExactDraw`, which
+compares a uniform with enclosures of p/q). Thinning a Bernoulli(q) process this way gives
+exactly a Bernoulli(p) process; q/p − 1 is about 2⁻⁵⁰, so almost every landing is kept.
 """
 
 from __future__ import annotations
 
 import math
 from decimal import Decimal, localcontext
+from functools import lru_cache
 
 import numpy as np
 
 from ...errors import ParameterError
+from ...privacy.exact import ExactDraw, Interval, Real, contexts, enclose
 from ...privacy.noise import geometric
 from ...privacy.randomness import RandomSource
 from .laws import draw_in_blocks
@@ -87,7 +98,7 @@ def geometric_gaps(source: RandomSource, mu: float, size: int, cap: int) -> np.n
     size, cap = int(size), int(cap)
     if mu >= FAST_MU:
         return np.minimum(draw_in_blocks(lambda k: geometric(source, mu, k), size), cap)
-    exponent = math.ceil(math.log2(FAST_MU / mu))
+    exponent = math.ceil(math.log2(FAST_MU) - math.log2(mu))  # (FAST_MU / μ overflows for subnormal μ)
     out = np.full(size, cap, dtype=np.int64)
     if exponent <= 62:
         block = 2**exponent
@@ -115,15 +126,52 @@ def _truncated_geometric(source: RandomSource, mu: float, block: int, size: int)
     return out
 
 
-def choose_ranks(source: RandomSource, free: int, probability: float) -> np.ndarray:
-    """Sorted ranks in [0, free), each included independently with ``probability``."""
+@lru_cache(maxsize=256)
+def rate_above(probability: Real) -> float:
+    """A float μ > 0 with 1 − e^{−μ} ≥ p (so that thinning by p/q is possible)."""
+    width = Decimal(2) ** -80
+    high = enclose(lambda digits: [probability.enclosure(digits)], width)[0].hi
+    if high >= 1:
+        raise ValueError("rate_above needs p < 1")
+    down, up = contexts(60)
+    if high < Decimal(2) ** -20:  # −ln(1 − h) = h + h²/2 + … ≤ h/(1 − h), without cancellation
+        bound = up.divide(high, down.subtract(1, high))
+    else:
+        bound = -(down.ln(down.subtract(1, high)).next_minus(down))
+    mu = float(bound)
+    if Decimal(mu) < bound:
+        mu = math.nextafter(mu, math.inf)
+    return max(mu, math.ulp(0.0))
+
+
+def choose_ranks(source: RandomSource, free: int, probability) -> np.ndarray:
+    """Sorted ranks in [0, free), each included independently with exactly ``probability``.
+
+    ``probability``: a float or Fraction (its exact value) or an exact :class:`Real`.
+    """
     free = int(free)
-    if free <= 0 or probability <= 0.0:
+    probability = Real.of(probability)
+    if free <= 0 or probability.exact == 0:
         return np.zeros(0, dtype=np.int64)
-    if probability >= 1.0:
+    if probability.exact is not None and probability.exact >= 1:
         return np.arange(free, dtype=np.int64)
-    mu = -math.log1p(-probability)
-    expected = probability * free
+    mu = rate_above(probability)
+    landed = _walk(source, free, mu)
+    if landed.size == 0:
+        return landed
+    return landed[_thinning(probability, mu).draw(source, landed.size) == 0]
+
+
+@lru_cache(maxsize=256)
+def _thinning(probability: Real, mu: float) -> ExactDraw:
+    """Keep a landing with probability p/q, q = 1 − e^{−μ} (cached: repeated summaries reuse it)."""
+    return ExactDraw.bernoulli(lambda digits: probability.enclosure(digits) / (1 - Interval.exact(-mu, digits).exp()))
+
+
+def _walk(source: RandomSource, free: int, mu: float) -> np.ndarray:
+    """Sorted ranks in [0, free), each included independently with probability 1 − e^{−μ} (float μ)."""
+    rate = -math.expm1(-mu)
+    expected = rate * free
     batch = int(min(free, expected + 6.0 * math.sqrt(expected) + 64))
     chunks, position = [], 0  # position: the first rank not yet walked over
     while position < free:
@@ -146,9 +194,8 @@ def ranks_to_cells(occupied: np.ndarray, ranks: np.ndarray) -> np.ndarray:
     return ranks + np.searchsorted(skip, ranks, side="right")
 
 
-def choose_free_cells(source: RandomSource, occupied: np.ndarray, domain_size: int,
-                      probability: float) -> np.ndarray:
-    """Each cell of [0, domain_size) not in sorted ``occupied`` independently with ``probability``."""
+def choose_free_cells(source: RandomSource, occupied: np.ndarray, domain_size: int, probability) -> np.ndarray:
+    """Each cell of [0, domain_size) not in sorted ``occupied`` independently with ``probability`` (exact)."""
     free = int(domain_size) - int(occupied.size)
     return ranks_to_cells(occupied, choose_ranks(source, free, probability))
 
