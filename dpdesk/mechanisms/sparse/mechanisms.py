@@ -481,9 +481,9 @@ class SparseMechanism(Mechanism):
             facts["domain size m (cells)"] = data.domain_size
             if data.domains is not None:
                 facts["attributes"] = ", ".join(str(a) for a in data.attributes)
-                facts["attribute domains"] = ("declared by the steward" if data.domains_declared else
-                                              "the values seen in the data, treated as public (they fix m and "
-                                              "the cell numbering)")
+            domain = getattr(data, "domain", None)
+            facts["cells"] = domain.statement() if domain is not None else \
+                "the values found in the data (exploration only: a release needs declared domains)"
         facts["contribution"] = "each person is counted in exactly one cell"
         return facts
 
