@@ -49,6 +49,12 @@ class DataError(DpdeskError):
         super().__init__(text)
 
 
+class TooLargeError(DataError):
+    """Reading a data file would take more memory than the budget allows (stopped in time)."""
+
+    title = "The data file is too large"
+
+
 class ParameterError(DpdeskError):
     """A mechanism parameter, ε or an option is out of range or unknown."""
 

@@ -16,6 +16,10 @@ import pandas as pd
 from ..errors import DataError, ParameterError
 from .dataset import CellCounts, Dataset, build_incidence, natural_order
 from .detect import COUNT_NAMES
+from .textio import MemoryBudget, Source, TextCheck, memory_budget, read_raw
+
+#: memory of a table read as text, per byte of the text (Python strings in a frame, the lines)
+TEXT_TABLE_FACTOR = 30
 
 _PANDAS_LINE = re.compile(r"line (\d+)")
 
@@ -50,20 +54,22 @@ class Table:
                         expected=expected)
 
 
-def read_table(raw: bytes, *, delimiter: str | None, header: bool, encoding: str, path,
-               parquet: bool = False, require_rectangular: bool = True) -> Table:
+def read_table(source: Source, *, delimiter: str | None, header: bool, encoding: str, automatic: bool = False,
+               parquet: bool = False, require_rectangular: bool = True, budget: MemoryBudget | None = None,
+               cancel=None) -> Table:
     """Read a delimited text table (or Parquet) with every field as a string."""
+    budget = budget or memory_budget()
+    path = source.path
     if parquet:
-        try:
-            frame = pd.read_parquet(io.BytesIO(raw))
-        except Exception as error:  # pyarrow raises many types for damaged files
-            raise DataError(f"the Parquet file cannot be read ({error})", path=path) from None
-        frame = frame.astype(object).where(frame.notna(), "")
-        frame = frame.map(lambda v: "" if v == "" else (str(int(v)) if isinstance(v, float) and float(v).is_integer() else str(v)))
-        frame.columns = [str(c) for c in frame.columns]
-        return Table(frame, np.arange(frame.shape[0]) + 1, path)
+        return _read_parquet(source, budget)
+    # pandas holds every field as a Python string: about this many bytes per byte of text
+    budget.check(source.estimated_size * TEXT_TABLE_FACTOR, path, projected=True)
+    raw = read_raw(path, budget)
+    budget.check(len(raw) * TEXT_TABLE_FACTOR, path, projected=True)
+    TextCheck(encoding, path, automatic=automatic).check(raw, final=True)
     codec = "utf-8-sig" if encoding == "utf-8-sig" else encoding
     text = raw.decode(codec, errors="strict")
+    del raw
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -137,6 +143,60 @@ def _physical_line(lines: list[str], reported: int | None, header: bool) -> int 
             if seen == reported:
                 return i + 1
     return reported
+
+
+def _parquet_error(error: Exception, path) -> DataError:
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+    return DataError(f"the Parquet file is damaged or not Parquet ({first})", path=path,
+                     expected="a complete Parquet file")
+
+
+def _parquet_file(source: Source, budget: MemoryBudget):
+    """A ``pyarrow.parquet.ParquetFile`` for the source (decompressed into memory when it is .gz)."""
+    import pyarrow.parquet as pq
+
+    try:
+        if source.compressed:
+            return pq.ParquetFile(io.BytesIO(read_raw(source.path, budget)))
+        return pq.ParquetFile(str(source.path))
+    except DataError:
+        raise
+    except Exception as error:  # pyarrow raises many types for damaged files
+        raise _parquet_error(error, source.path) from None
+
+
+def parquet_preview(source: Source, lines: int = 20, budget: MemoryBudget | None = None):
+    """Column names and the first rows of a Parquet file, read from its first row group only."""
+    budget = budget or memory_budget()
+    parquet = _parquet_file(source, budget)
+    try:
+        columns = [str(name) for name in parquet.schema_arrow.names]
+        if parquet.metadata.num_row_groups == 0:
+            return columns, []
+        budget.check(parquet.metadata.row_group(0).total_byte_size * 4, source.path, projected=True)
+        frame = parquet.read_row_group(0).slice(0, lines).to_pandas()
+    except DataError:
+        raise
+    except Exception as error:
+        raise _parquet_error(error, source.path) from None
+    return columns, [[str(v) for v in row] for row in frame.itertuples(index=False)]
+
+
+def _read_parquet(source: Source, budget: MemoryBudget) -> Table:
+    parquet = _parquet_file(source, budget)
+    try:
+        size = parquet.metadata.serialized_size + sum(parquet.metadata.row_group(k).total_byte_size
+                                                       for k in range(parquet.metadata.num_row_groups))
+        budget.check(size * TEXT_TABLE_FACTOR / 2, source.path, projected=True)
+        frame = parquet.read().to_pandas()
+    except DataError:
+        raise
+    except Exception as error:  # pyarrow raises many types for damaged files
+        raise _parquet_error(error, source.path) from None
+    frame = frame.astype(object).where(frame.notna(), "")
+    frame = frame.map(lambda v: "" if v == "" else (str(int(v)) if isinstance(v, float) and float(v).is_integer() else str(v)))
+    frame.columns = [str(c) for c in frame.columns]
+    return Table(frame, np.arange(frame.shape[0]) + 1, source.path)
 
 
 # --- pairs -----------------------------------------------------------------------------

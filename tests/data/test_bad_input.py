@@ -1,7 +1,6 @@
 """Every bad input of the foundation issue: one clear message (file, line, column, what was
 expected) as a typed exception in the API, and exit status 2 without a traceback in the CLI."""
 
-import builtins
 import gzip
 import os
 import subprocess
@@ -125,17 +124,17 @@ def test_missing_file(tmp_path):
 def test_unreadable_file(tmp_path, monkeypatch):
     path = tmp_path / "secret.csv"
     path.write_text("person,item\na,b\n")
-    real_open = builtins.open
+    real_open = os.open
 
-    def guarded(file, *args, **kwargs):
+    def guarded(file, *args, **kwargs):  # files are opened with os.open (never blocking on a FIFO)
         if str(file) == str(path):
             raise PermissionError(13, "Permission denied", str(file))
         return real_open(file, *args, **kwargs)
 
-    monkeypatch.setattr(builtins, "open", guarded)
+    monkeypatch.setattr(os, "open", guarded)
     with pytest.raises(DataError, match="permission"):
         dpdesk.load(path)
-    monkeypatch.setattr(builtins, "open", real_open)
+    monkeypatch.setattr(os, "open", real_open)
     if os.geteuid() != 0:  # root reads anything; the real check only works for other users
         path.chmod(0)
         result = cli_inspect(path)
