@@ -115,7 +115,7 @@ class Dataset:
     @cached_property
     def column_counts(self) -> np.ndarray:
         """True count of each item: the number of people who have it (internal)."""
-        return _blockwise_bincount(self.matrix.indices, self.n_items)
+        return blockwise_bincount(self.matrix.indices, self.n_items)
 
     @cached_property
     def column_sums(self) -> np.ndarray:
@@ -259,7 +259,7 @@ def _row_digest(indptr: np.ndarray, indices: np.ndarray, values, position) -> np
                     dtype=np.uint64)
 
 
-def _blockwise_bincount(indices: np.ndarray, n: int, block: int = 1 << 22) -> np.ndarray:
+def blockwise_bincount(indices: np.ndarray, n: int, block: int = 1 << 22) -> np.ndarray:
     """``np.bincount(indices, minlength=n)`` without its full-size int64 copy of ``indices``."""
     counts = np.zeros(n, dtype=np.int64)
     for start in range(0, indices.size, block):

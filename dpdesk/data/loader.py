@@ -27,7 +27,7 @@ from .dataset import CellCounts, Dataset
 from .detect import FORMATS, sniff
 from .tabular import (matrix_to_dataset, pairs_to_dataset, read_table, records_to_cells,
                       records_to_dataset, table_to_cells)
-from .textio import memory_budget, open_source
+from .textio import give_back_free_memory, memory_budget, open_source
 from .transactions import parse_transactions, to_csr
 
 OPTION_NAMES = {"encoding", "delimiter", "header", "name", "person", "item", "value", "keep_values",
@@ -91,6 +91,7 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
                                    progress=lambda f, m="": progress(0.05 + 0.85 * f, m), cancel=cancel)
         csr, labels = to_csr(lines)
         del lines
+        give_back_free_memory()
         dataset = Dataset(csr, labels, name=name, source=source_record)
     else:
         table = read_table(source, delimiter=delimiter, header=header, encoding=sniffed.encoding,

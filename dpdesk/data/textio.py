@@ -143,6 +143,16 @@ def memory_budget(option=None) -> MemoryBudget:
                         f"half of the {format_size(available)} of memory available now")
 
 
+def give_back_free_memory() -> None:
+    """Return freed heap memory to the system (glibc keeps it otherwise), so the next step starts lower."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        pass
+
+
 # --- opening a file ------------------------------------------------------------------------
 
 def check_regular(path: Path) -> os.stat_result:
