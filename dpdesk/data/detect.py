@@ -31,7 +31,7 @@ HEADER_WORDS = {"id", "person", "user", "userid", "user_id", "item", "itemid", "
                 "transaction", "items"}
 _NUMERIC = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
 #: share of a matrix's item cells that must be 0/1 for a file to be taken as a (damaged) matrix
-MATRIX_SHARE = 0.9
+MATRIX_SHARE = 0.75
 
 
 @dataclass
@@ -225,7 +225,7 @@ def _layout(rows: list[list[str]], delimiter: str | None, encoding: str) -> Snif
                 settled_by = ("header",)
         elif header and any(name.strip().lower() in COUNT_NAMES for name in rows[0]):
             fmt = "cells"
-        elif width >= 3 and _zero_one_share(body) >= MATRIX_SHARE:
+        elif width >= 3 and _looks_like_matrix(body):
             fmt = "matrix"  # a matrix, even with a few bad values (which the import then reports)
         elif width <= 4:
             fmt = "pairs"
@@ -245,15 +245,23 @@ def _layout(rows: list[list[str]], delimiter: str | None, encoding: str) -> Snif
     return sniffed
 
 
-def _zero_one_share(rows: list[list[str]]) -> float:
-    """The share of 0/1 values among the item cells (all columns but a possible first identifier)."""
+def _looks_like_matrix(rows: list[list[str]]) -> bool:
+    """Mostly 0/1 item cells: every item column at least half 0/1, and ≥ MATRIX_SHARE of all item cells.
+
+    A few other values do not make a matrix a table of pairs: the import then reports them
+    (line and column) instead of reading the file the wrong way.
+    """
     if not rows:
-        return 0.0
-    cells = [v for row in rows for v in row[1:]]
-    share = sum(1 for v in cells if v in ("0", "1")) / max(len(cells), 1)
-    if all(row and row[0] in ("0", "1") for row in rows):
-        share = max(share, sum(1 for row in rows for v in row if v in ("0", "1")) / max(sum(map(len, rows)), 1))
-    return share
+        return False
+    width = max(len(row) for row in rows)
+    first_is_item = all(row and row[0] in ("0", "1") for row in rows)
+    columns = [[row[k] for row in rows if len(row) > k] for k in range(0 if first_is_item else 1, width)]
+    if len(columns) < 2:
+        return False
+    shares = [sum(1 for v in column if v in ("0", "1")) / max(len(column), 1) for column in columns]
+    cells = sum(len(column) for column in columns)
+    overall = sum(share * len(column) for share, column in zip(shares, columns)) / max(cells, 1)
+    return min(shares) >= 0.5 and overall >= MATRIX_SHARE
 
 
 def preview(raw: bytes, *, delimiter: str | None, header: bool, encoding: str, lines: int = 20,

@@ -147,6 +147,7 @@ def _physical_line(lines: list[str], reported: int | None, header: bool) -> int 
 
 def _parquet_error(error: Exception, path) -> DataError:
     first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+    first = "".join(ch if ch.isprintable() else "?" for ch in first).strip(" :") or type(error).__name__
     return DataError(f"the Parquet file is damaged or not Parquet ({first})", path=path,
                      expected="a complete Parquet file")
 

@@ -363,9 +363,10 @@ def detect_encoding(raw: bytes, encoding: str = "auto", path=None) -> str:
     Latin-1 when no byte is a C1 control character (0x80–0x9F), which real Latin-1 text
     does not contain. The rest of the file is checked while it is read (:class:`TextCheck`).
     """
-    check_not_binary(raw, path)
     if encoding != "auto":
         encoding = check_encoding_name(encoding, path)
+    check_not_binary(raw, path)
+    if encoding != "auto":
         name = "utf-8-sig" if encoding in ("utf-8", "utf-8-sig") and raw.startswith(codecs.BOM_UTF8) else encoding
         TextCheck(name, path, automatic=False).check(raw, final=False)
         return name
