@@ -48,7 +48,7 @@ def make_bomb(path: str, rows: int = 60_000_000) -> None:
             handle.write(block)
 
 
-def peak_of(args: list[str], env: dict) -> tuple[int, float, int, str]:
+def peak_of(args: list[str], env: dict, cwd: str | None = None) -> tuple[int, float, int, str]:
     """(peak RSS in bytes, seconds, exit status, last line of output) of ``python ARGS`` in a child."""
     wrapper = ("import resource, subprocess, sys, time\n"
                "t = time.perf_counter()\n"
@@ -57,7 +57,7 @@ def peak_of(args: list[str], env: dict) -> tuple[int, float, int, str]:
                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, time.perf_counter() - t,"
                " r.returncode, last[0][:150], sep='\\t')\n")
     result = subprocess.run([sys.executable, "-c", wrapper, sys.executable, *args], capture_output=True,
-                            text=True, env=env, check=True)
+                            text=True, env=env, cwd=cwd, check=True)
     peak, seconds, status, last = result.stdout.rstrip("\n").split("\t")
     return int(peak), float(seconds), int(status), last
 
@@ -67,11 +67,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--bound", type=int, default=10)
     parser.add_argument("--no-bomb", action="store_true")
-    parser.add_argument("--code", help="measure the dpdesk in this folder instead (PYTHONPATH)")
+    parser.add_argument("--code", help="measure the dpdesk in this folder instead (run from it)")
     args = parser.parse_args()
     env = dict(os.environ)
     if args.code:
-        env["PYTHONPATH"] = args.code
+        args.code = os.path.abspath(args.code)
     with tempfile.TemporaryDirectory() as folder:
         env["DPDESK_HOME"] = os.path.join(folder, "home")
         path = os.path.join(folder, "fimi5m.dat")
@@ -80,9 +80,9 @@ def main() -> None:
         print(f"generated {args.rows:,} rows, {os.path.getsize(path) / MB:.0f} MB in {time.perf_counter() - t:.0f} s")
         csr = subprocess.run([sys.executable, "-c", "import sys, dpdesk; m = dpdesk.load(sys.argv[1]).matrix; "
                               "print(m.nnz, m.data.nbytes + m.indices.nbytes + m.indptr.nbytes)", path],
-                             capture_output=True, text=True, env=env, check=True).stdout.split()
+                             capture_output=True, text=True, env=env, cwd=args.code, check=True).stdout.split()
         nnz, csr_bytes = int(csr[0]), int(csr[1])
-        base, _, _, _ = peak_of(["-c", "import dpdesk.cli, dpdesk, scipy.sparse, pandas"], env)
+        base, _, _, _ = peak_of(["-c", "import dpdesk.cli, dpdesk, scipy.sparse, pandas"], env, args.code)
         print(f"CSR: {nnz:,} non-zeros, {csr_bytes / MB:.0f} MB; Python with dpdesk imported: {base / MB:.0f} MB")
         runs = {
             "inspect": ["-m", "dpdesk.cli", "inspect", path],
@@ -92,7 +92,7 @@ def main() -> None:
                 "--out", os.path.join(folder, "out")],
         }
         for label, command in runs.items():
-            peak, seconds, status, last = peak_of(command, env)
+            peak, seconds, status, last = peak_of(command, env, args.code)
             ok = status == 0 and peak <= 4 * csr_bytes
             print(f"{label:<26} peak {peak / MB:6.0f} MB = {peak / csr_bytes:4.2f} × CSR "
                   f"({(peak - base) / csr_bytes:4.2f} × without the interpreter), {seconds:5.1f} s, "
@@ -103,7 +103,7 @@ def main() -> None:
         if not args.no_bomb:
             bomb = os.path.join(folder, "bomb.dat.gz")
             make_bomb(bomb)
-            peak, seconds, status, last = peak_of(["-m", "dpdesk.cli", "inspect", bomb], env)
+            peak, seconds, status, last = peak_of(["-m", "dpdesk.cli", "inspect", bomb], env, args.code)
             what = "refused" if status == 2 else ("handled" if status == 0 else f"exit {status}")
             print(f"gzip bomb ({os.path.getsize(bomb) / MB:.1f} MB, 60 M rows): {what} at a peak of "
                   f"{peak / MB:.0f} MB in {seconds:.1f} s (target < 2048 MB: "

@@ -456,38 +456,36 @@ def build_incidence(rows: np.ndarray, cols: np.ndarray, n_rows: int, labels: Seq
     """
     labels = list(labels)
     order = natural_order(labels)
-    position = np.empty(len(labels), dtype=np.int64)
-    position[order] = np.arange(len(labels))
-    cols = position[cols]
+    index_dtype = np.int32 if len(labels) < 2**31 and rows.size < 2**31 and n_rows < 2**31 else np.int64
+    position = np.empty(len(labels), dtype=index_dtype)
+    position[order] = np.arange(len(labels), dtype=index_dtype)
+    cols = position[cols] if cols.size else np.zeros(0, index_dtype)
     sorted_labels = np.array([labels[j] for j in order], dtype=object)
     if values is None:
-        data = np.ones(rows.size, dtype=np.uint8)
-    else:
-        data = np.asarray(values, dtype=np.float64)
-    coo = sp.coo_matrix((data, (rows, cols)), shape=(n_rows, len(labels)))
-    csr = coo.tocsr() if values is not None else _dedupe_binary(rows, cols, n_rows, len(labels))
-    if values is not None:
-        csr.sum_duplicates()
-        csr.eliminate_zeros()
-        if csr.data.size and np.all(csr.data == 1):
-            csr.data = np.ones(csr.data.size, dtype=np.uint8)
+        return Dataset(_dedupe_binary(rows, cols, n_rows, len(labels)), sorted_labels, name=name, source=source)
+    coo = sp.coo_matrix((np.asarray(values, dtype=np.float64), (rows, cols)), shape=(n_rows, len(labels)))
+    csr = coo.tocsr()
+    csr.sum_duplicates()
+    csr.eliminate_zeros()
+    if csr.data.size and np.all(csr.data == 1):
+        csr.data = np.ones(csr.data.size, dtype=np.uint8)
     return Dataset(csr, sorted_labels, name=name, source=source)
 
 
 def _dedupe_binary(rows: np.ndarray, cols: np.ndarray, n_rows: int, n_cols: int) -> sp.csr_matrix:
-    """CSR of ones from (row, col) pairs in row order, duplicates within a row collapsed."""
+    """CSR of ones from (row, col) pairs, duplicates within a row collapsed (sorted by row only if needed)."""
     rows = np.asarray(rows)
     if rows.size and np.any(rows[1:] < rows[:-1]):
         order = np.argsort(rows, kind="stable")
         rows, cols = rows[order], cols[order]
-    counts = np.bincount(rows, minlength=n_rows)
-    indptr = np.zeros(n_rows + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    index_dtype = np.int32 if n_cols < 2**31 and rows.size < 2**31 else np.int64
-    csr = sp.csr_matrix((np.ones(rows.size, dtype=np.int32), np.asarray(cols, dtype=index_dtype),
-                         indptr.astype(index_dtype)), shape=(n_rows, n_cols))
+        del order
+    index_dtype = np.int32 if n_cols < 2**31 and rows.size < 2**31 and n_rows < 2**31 else np.int64
+    indptr = np.zeros(n_rows + 1, dtype=index_dtype)
+    np.cumsum(np.bincount(rows, minlength=n_rows), out=indptr[1:])
+    csr = sp.csr_matrix((np.ones(rows.size, dtype=np.uint8), np.asarray(cols, dtype=index_dtype), indptr),
+                        shape=(n_rows, n_cols), copy=False)
     csr.sum_duplicates()  # sorts each row and merges repeats
-    csr.data = np.ones(csr.data.size, dtype=np.uint8)
+    csr.data[:] = 1
     return csr
 
 

@@ -25,7 +25,7 @@ from ..errors import DataError, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress
 from .dataset import CellCounts, Dataset
 from .detect import FORMATS, sniff
-from .tabular import (matrix_to_dataset, pairs_to_dataset, read_table, records_to_cells,
+from .tabular import (columns_needed, matrix_to_dataset, pairs_to_dataset, read_table, records_to_cells,
                       records_to_dataset, table_to_cells)
 from .textio import give_back_free_memory, memory_budget, open_source
 from .transactions import parse_transactions, to_csr
@@ -95,7 +95,8 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
         dataset = Dataset(csr, labels, name=name, source=source_record)
     else:
         table = read_table(source, delimiter=delimiter, header=header, encoding=sniffed.encoding,
-                           automatic=encoding == "auto", parquet=sniffed.parquet, budget=budget, cancel=cancel)
+                           automatic=encoding == "auto", parquet=sniffed.parquet, budget=budget, cancel=cancel,
+                           wanted=columns_needed(fmt, options))
         progress(0.6, "Checking the table")
         if cancel is not None:
             cancel.check()

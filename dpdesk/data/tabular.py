@@ -1,14 +1,20 @@
 """Tables: pairs (person, item[, value]), wide 0/1 matrices, microdata records, cell-count tables.
 
-Tables are read with pandas (all fields as text first, so that nothing is silently
-converted), then checked row by row with line numbers in every error.
+Tables are read as text (so that nothing is silently converted) and kept compact: each
+column as int32 codes into its distinct values, in order of first appearance — about 4
+bytes per field, whatever the text. The file is streamed twice: a first pass over the
+bytes (numpy; the csv module when fields are quoted) finds the non-blank lines, their
+field counts and over-long fields; a second pass parses pieces of rows with pandas and
+numbers their values. Only the columns a format needs are kept. Every error names the
+file's line.
 """
 
 from __future__ import annotations
 
+import csv
 import io
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -16,133 +22,308 @@ import pandas as pd
 from ..errors import DataError, ParameterError
 from .dataset import CellCounts, Dataset, build_incidence, natural_order
 from .detect import COUNT_NAMES
-from .textio import MemoryBudget, Source, TextCheck, memory_budget, read_raw
+from .textio import (MAX_FIELD_BYTES, MemoryBudget, Source, TextCheck, checked_text, format_size, memory_budget,
+                     read_raw)
 
-#: memory of a table read as text, per byte of the text (Python strings in a frame, the lines)
-TEXT_TABLE_FACTOR = 30
+#: memory of a Parquet table converted to text in pandas, per byte of its (uncompressed) pages
+PARQUET_FACTOR = 15
+#: text parsed by pandas at a time in the second pass
+TABLE_PIECE_BYTES = 8 << 20
+#: what a distinct value costs in memory (a Python string and its dictionary slot), besides its text
+BYTES_PER_DISTINCT = 120
+_WHITESPACE = np.zeros(256, dtype=bool)
+_WHITESPACE[[9, 11, 12, 13, 32]] = True
 
-_PANDAS_LINE = re.compile(r"line (\d+)")
+
+def resolve_column(columns: list[str], spec, role: str) -> str:
+    """The name of a column given by name or 0-based position."""
+    if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool) or (
+            isinstance(spec, str) and spec.isdigit() and spec not in columns):
+        position = int(spec)
+        if not 0 <= position < len(columns):
+            raise ParameterError(f"The {role} column position {position} is outside 0..{len(columns) - 1}.")
+        return columns[position]
+    if not isinstance(spec, str) or spec not in columns:
+        raise ParameterError(f"There is no column named '{spec}' for the {role}; the columns are: "
+                             + ", ".join(columns))
+    return spec
 
 
 @dataclass
 class Table:
-    """A table read as text, with the file line number of each row."""
+    """A table read as text: per kept column, int32 codes into its distinct values, and each row's line."""
 
-    frame: pd.DataFrame
+    names: list[str]
+    codes: dict[str, np.ndarray]
+    uniques: dict[str, np.ndarray]  # object arrays of str, in order of first appearance
     line_numbers: np.ndarray
     path: object
+    n_rows: int = 0
 
     @property
     def columns(self) -> list[str]:
-        return [str(c) for c in self.frame.columns]
+        return list(self.names)
 
     def column(self, spec, role: str) -> str:
-        """The name of a column given by name or 0-based position."""
-        columns = self.columns
-        if isinstance(spec, (int, np.integer)) or (isinstance(spec, str) and spec.isdigit() and spec not in columns):
-            position = int(spec)
-            if not 0 <= position < len(columns):
-                raise ParameterError(f"The {role} column position {position} is outside 0..{len(columns) - 1}.")
-            return columns[position]
-        if spec not in columns:
-            raise ParameterError(f"There is no column named '{spec}' for the {role}; the columns are: "
-                                 + ", ".join(columns))
-        return spec
+        return resolve_column(self.names, spec, role)
+
+    def coded(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(codes, distinct values)`` of a column: ``values[codes]`` is the column."""
+        return self.codes[name], self.uniques[name]
+
+    def values(self, name: str) -> np.ndarray:
+        codes, uniques = self.coded(name)
+        return uniques[codes] if uniques.size else np.full(codes.size, "", dtype=object)
+
+    def first_row(self, name: str, bad_values: np.ndarray) -> int | None:
+        """The first row whose value is one of the distinct values flagged in ``bad_values`` (bools)."""
+        if not np.any(bad_values):
+            return None
+        rows = np.flatnonzero(bad_values[self.codes[name]])
+        return int(rows[0]) if rows.size else None
 
     def fail(self, row: int, column: str | None, message: str, expected: str | None = None):
-        raise DataError(message, path=self.path, line=int(self.line_numbers[row]), column=column,
-                        expected=expected)
+        line = int(self.line_numbers[row]) if row < self.line_numbers.size else None
+        raise DataError(message, path=self.path, line=line, column=column, expected=expected)
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+@dataclass
+class _Lines:
+    """The first pass: each non-blank line's number and field count."""
+
+    numbers: list[np.ndarray] = field(default_factory=list)
+    counts: list[np.ndarray] = field(default_factory=list)
+    text_bytes: int = 0
+    header: list[str] | None = None
+
+    def joined(self) -> tuple[np.ndarray, np.ndarray]:
+        numbers = np.concatenate(self.numbers) if self.numbers else np.zeros(0, np.int64)
+        counts = np.concatenate(self.counts) if self.counts else np.zeros(0, np.int32)
+        return numbers, counts
 
 
 def read_table(source: Source, *, delimiter: str | None, header: bool, encoding: str, automatic: bool = False,
-               parquet: bool = False, require_rectangular: bool = True, budget: MemoryBudget | None = None,
-               cancel=None) -> Table:
-    """Read a delimited text table (or Parquet) with every field as a string."""
+               parquet: bool = False, budget: MemoryBudget | None = None, cancel=None,
+               wanted: Callable[[list[str]], list[str] | None] | None = None) -> Table:
+    """Read a delimited text table (or Parquet) with every field as a string, within ``budget``.
+
+    ``wanted(columns)`` names the columns to keep (None: all), given the table's column names.
+    """
     budget = budget or memory_budget()
-    path = source.path
     if parquet:
-        return _read_parquet(source, budget)
-    # pandas holds every field as a Python string: about this many bytes per byte of text
-    budget.check(source.estimated_size * TEXT_TABLE_FACTOR, path, projected=True)
-    raw = read_raw(path, budget)
-    budget.check(len(raw) * TEXT_TABLE_FACTOR, path, projected=True)
-    TextCheck(encoding, path, automatic=automatic).check(raw, final=True)
-    codec = "utf-8-sig" if encoding == "utf-8-sig" else encoding
-    text = raw.decode(codec, errors="strict")
-    del raw
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    line_numbers = np.array([i + 1 for i, line in enumerate(lines) if line.strip()], dtype=np.int64)
+        return _read_parquet(source, budget, wanted)
+    path = source.path
+    lines = _scan_lines(source, delimiter, encoding, automatic, budget, cancel)
+    numbers, counts = lines.joined()
     if header:
-        if line_numbers.size == 0:
+        if numbers.size == 0:
             raise DataError("the file is empty", path=path)
-        line_numbers = line_numbers[1:]
-    if line_numbers.size == 0:
-        raise DataError("the file has a header but no data lines", path=path,
-                        expected="at least one line of data after the header")
+        names_count = int(counts[0])
+        numbers, counts = numbers[1:], counts[1:]
+    if numbers.size == 0:
+        raise DataError("the file has a header but no data lines" if header else "the file has no data lines",
+                        path=path, expected="at least one line of data after the header" if header else None)
+    width = names_count if header else int(counts[0])
+    wrong = np.flatnonzero(counts != width)
+    if wrong.size:
+        row = int(wrong[0])
+        raise DataError(f"this line has {int(counts[row])} fields but the table has {width} columns", path=path,
+                        line=int(numbers[row]), expected=f"{width} fields separated by {_name(delimiter)}")
+    n_rows = int(numbers.size)
+    names = [str(c).strip() for c in lines.header] if header else [f"column {k + 1}" for k in range(width)]
+    names = _distinct_names(names)
+    keep = wanted(names) if wanted is not None else None
+    keep = names if keep is None else [n for n in names if n in set(keep)]
+    budget.check(n_rows * (4 * len(keep) + 12), path, projected=True)
+    codes, uniques = _parse_rows(source, delimiter, header, encoding, automatic, names, keep, n_rows,
+                                 lines.text_bytes, budget, cancel)
+    return Table(names, codes, uniques, numbers, path, n_rows)
+
+
+def _distinct_names(names: list[str]) -> list[str]:
+    """Column names made distinct the way pandas does (``a``, ``a.1``), so both agree."""
+    seen: dict[str, int] = {}
+    result = []
+    for name in names:
+        if name in seen:
+            seen[name] += 1
+            candidate = f"{name}.{seen[name]}"
+            while candidate in seen:
+                seen[name] += 1
+                candidate = f"{name}.{seen[name]}"
+            seen[candidate] = 0
+            result.append(candidate)
+        else:
+            seen[name] = 0
+            result.append(name)
+    return result
+
+
+def _scan_lines(source: Source, delimiter, encoding, automatic, budget, cancel) -> _Lines:
+    """First pass: line numbers and field counts of the non-blank lines (numpy; csv if quoted)."""
+    path = source.path
+    lines = _Lines()
+    check = TextCheck(encoding, path, automatic=automatic)
+    delim = None if delimiter is None else ord(delimiter)
+    carry, line_offset, first = b"", 0, True
+    with source.open() as reader:
+        while True:
+            if cancel is not None:
+                cancel.check()
+            piece = reader.read(TABLE_PIECE_BYTES)
+            final = not piece
+            if first and piece.startswith(b"\xef\xbb\xbf") and encoding == "utf-8-sig":
+                check.check(piece[:3])
+                piece = piece[3:]
+            first = first and not piece
+            if delim is not None and b'"' in piece:
+                return _scan_quoted(source, delimiter, encoding, automatic, budget, cancel)
+            buffer = carry + piece if carry else piece
+            cut = len(buffer) if final else buffer.rfind(b"\n") + 1
+            chunk, carry = buffer[:cut], buffer[cut:]
+            if len(carry) > 64 * MAX_FIELD_BYTES and len(carry) > budget.limit // 8:
+                raise DataError(f"a line is longer than {format_size(len(carry))}", path=path, line=line_offset + 1,
+                                expected="a table with one row per line")
+            if chunk:
+                check.check(chunk, final=final)
+                line_offset = _scan_piece(chunk, delim, line_offset, lines, path)
+                lines.text_bytes += len(chunk)
+                budget.check(12 * sum(a.size for a in lines.numbers), path, line=line_offset)
+            if final:
+                break
+    if lines.numbers and delim is not None:
+        lines.header = _first_fields(source, delimiter, encoding)
+    elif lines.numbers:
+        lines.header = _first_fields(source, None, encoding)
+    return lines
+
+
+def _scan_piece(chunk: bytes, delim, line_offset: int, lines: _Lines, path) -> int:
+    """Record one piece's non-blank lines (number, field count); refuse an over-long field."""
+    c = np.frombuffer(chunk, dtype=np.uint8)
+    newlines = np.flatnonzero(c == 10)
+    ends = np.append(newlines, c.size) if (c.size and c[-1] != 10) else newlines
+    starts = np.concatenate([[0], ends[:-1] + 1]) if ends.size else ends
+    solid = ~_WHITESPACE[c] & (c != 10)
+    solid_before = np.concatenate([[0], np.cumsum(solid)])
+    nonblank = solid_before[ends] > solid_before[starts]
+    if delim is None:  # fields: runs of non-blank bytes
+        first = solid.copy()
+        first[1:] &= ~solid[:-1]
+        tokens_before = np.concatenate([[0], np.cumsum(first)])
+        field_counts = tokens_before[ends] - tokens_before[starts]
+        separators = np.flatnonzero(~solid)
+    else:
+        is_delim = c == delim
+        delims_before = np.concatenate([[0], np.cumsum(is_delim)])
+        field_counts = delims_before[ends] - delims_before[starts] + 1
+        separators = np.flatnonzero(is_delim | (c == 10))
+    gaps = np.diff(np.concatenate([[-1], separators, [c.size]]))
+    if gaps.size and int(gaps.max()) - 1 > MAX_FIELD_BYTES:
+        at = int(separators[int(np.argmax(gaps)) - 1]) + 1 if int(np.argmax(gaps)) > 0 else 0
+        raise DataError(f"a field is longer than {MAX_FIELD_BYTES:,} bytes", path=path,
+                        line=line_offset + int(np.searchsorted(newlines, at)) + 1,
+                        expected="short values separated by " + _name(None if delim is None else chr(delim)))
+    kept = np.flatnonzero(nonblank)
+    lines.numbers.append((kept + line_offset + 1).astype(np.int64))
+    lines.counts.append(field_counts[kept].astype(np.int32))
+    return line_offset + int(ends.size)
+
+
+def _scan_quoted(source: Source, delimiter, encoding, automatic, budget, cancel) -> _Lines:
+    """First pass with the csv module (fields may hold quotes, delimiters and line ends)."""
+    from array import array
+
+    lines = _Lines()
+    numbers, counts = array("q"), array("i")
+    with checked_text(source, encoding, automatic=automatic) as text:
+        reader = csv.reader(text, delimiter=delimiter)
+        previous = 0
+        try:
+            for record in reader:
+                start, previous = previous + 1, reader.line_num
+                if not record or all(not f.strip() for f in record) and len(record) == 1:
+                    continue
+                if max(len(f) for f in record) > MAX_FIELD_BYTES:
+                    raise DataError(f"a field is longer than {MAX_FIELD_BYTES:,} characters", path=source.path,
+                                    line=start)
+                if lines.header is None:
+                    lines.header = record
+                numbers.append(start)
+                counts.append(len(record))
+                if len(numbers) % 65536 == 0:
+                    if cancel is not None:
+                        cancel.check()
+                    budget.check(12 * len(numbers), source.path, line=start)
+        except csv.Error as error:
+            raise DataError(f"malformed quoted field ({error})", path=source.path, line=reader.line_num) from None
+        lines.text_bytes = text.buffer.raw._reader.position if hasattr(text, "buffer") else 0
+    lines.numbers = [np.frombuffer(numbers, dtype=np.int64).copy()] if numbers else []
+    lines.counts = [np.frombuffer(counts, dtype=np.int32).copy()] if counts else []
+    return lines
+
+
+def _first_fields(source: Source, delimiter, encoding) -> list[str]:
+    """The first non-blank line's fields (the header's names)."""
+    with checked_text(source, encoding) as text:
+        for line in text:
+            if line.strip():
+                line = line.rstrip("\r\n")
+                if delimiter is None:
+                    return line.split()
+                return [f.strip() for f in next(csv.reader([line], delimiter=delimiter))]
+    return []
+
+
+def _parse_rows(source: Source, delimiter, header: bool, encoding, automatic, names: list[str], keep: list[str],
+                n_rows: int, text_bytes: int, budget: MemoryBudget, cancel):
+    """Second pass: pandas in pieces of rows; each kept column becomes int32 codes into its distinct values."""
+    path = source.path
+    codes = {name: np.empty(n_rows, dtype=np.int32) for name in keep}
+    index: dict[str, dict[str, int]] = {name: {} for name in keep}
+    distinct_bytes = 0
+    rows_per_piece = max(1000, int(TABLE_PIECE_BYTES * n_rows / max(text_bytes, 1)))
+    done = 0
     sep = r"\s+" if delimiter is None else delimiter
-    try:
-        frame = pd.read_csv(io.StringIO(text), sep=sep, header=0 if header else None, dtype=str,
-                            keep_default_na=False, na_filter=False, skipinitialspace=True,
-                            skip_blank_lines=True, engine="c" if delimiter is not None else "python")
-    except pd.errors.EmptyDataError:
-        raise DataError("the file has no data lines", path=path) from None
-    except pd.errors.ParserError as error:
-        match = _PANDAS_LINE.search(str(error))
-        line = int(match.group(1)) if match else None
-        if line is not None and header is False:
-            pass
-        raise DataError("this line has a different number of fields than the lines before it",
-                        path=path, line=_physical_line(lines, line, header), expected=_expected_fields(str(error))) from None
-    if not header:
-        frame.columns = [f"column {k + 1}" for k in range(frame.shape[1])]
-    frame.columns = [str(c).strip() for c in frame.columns]
-    if frame.shape[0] != line_numbers.size:  # pragma: no cover - defensive
-        line_numbers = np.arange(frame.shape[0]) + (2 if header else 1)
-    frame = frame.map(str.strip) if frame.size else frame
-    if require_rectangular and frame.size:
-        # pandas pads short lines with empty fields silently; a table must be rectangular
-        counts = np.array([_field_count(lines[n - 1], delimiter) for n in line_numbers])
-        short = np.flatnonzero(counts < frame.shape[1])
-        if short.size:
-            row = int(short[0])
-            raise DataError(f"this line has {counts[row]} fields but the table has {frame.shape[1]} columns",
-                            path=path, line=int(line_numbers[row]),
-                            expected=f"{frame.shape[1]} fields separated by {_name(delimiter)}")
-    return Table(frame, line_numbers, path)
+    positions = [names.index(name) for name in keep]
+    with checked_text(source, encoding, automatic=automatic) as text:
+        try:
+            pieces = pd.read_csv(text, sep=sep, header=0 if header else None, dtype=str, keep_default_na=False,
+                                 na_filter=False, skipinitialspace=True, skip_blank_lines=True, engine="c",
+                                 usecols=positions, chunksize=rows_per_piece)
+            for piece in pieces:
+                if cancel is not None:
+                    cancel.check()
+                rows = piece.shape[0]
+                if done + rows > n_rows:
+                    raise DataError("the rows could not be counted consistently (quoted line ends?)", path=path)
+                for position, name in zip(positions, keep):
+                    local, values = pd.factorize(piece.iloc[:, positions.index(position)].to_numpy(dtype=object))
+                    table = index[name]
+                    before = len(table)
+                    mapped = np.fromiter((table.setdefault(str(v).strip(), len(table)) for v in values),
+                                         dtype=np.int64, count=len(values))
+                    if len(table) > before:
+                        distinct_bytes += sum(len(str(v)) + BYTES_PER_DISTINCT for v in values[mapped >= before])
+                    codes[name][done:done + rows] = mapped[local] if local.size else local
+                done += rows
+                so_far = done * (4 * len(keep) + 12) + distinct_bytes
+                budget.check(so_far * n_rows / max(done, 1), path, projected=done < n_rows)
+        except pd.errors.EmptyDataError:
+            raise DataError("the file has no data lines", path=path) from None
+        except pd.errors.ParserError as error:
+            raise DataError(f"the table cannot be parsed ({str(error).strip().splitlines()[0][:160]})",
+                            path=path) from None
+    if done != n_rows:
+        raise DataError("the rows could not be counted consistently (quoted line ends?)", path=path)
+    uniques = {name: np.array(list(index[name]), dtype=object) for name in keep}
+    return codes, uniques
 
 
 def _name(delimiter):
     return {",": "commas", "\t": "tabs", ";": "semicolons", "|": "pipes", None: "spaces"}.get(delimiter, repr(delimiter))
-
-
-def _field_count(line: str, delimiter: str | None) -> int:
-    if delimiter is None:
-        return len(line.split())
-    if '"' in line:
-        import csv
-
-        return len(next(csv.reader([line], delimiter=delimiter)))
-    return line.count(delimiter) + 1
-
-
-def _expected_fields(message: str) -> str | None:
-    match = re.search(r"Expected (\d+) fields", message)
-    return f"{match.group(1)} fields like the lines before" if match else None
-
-
-def _physical_line(lines: list[str], reported: int | None, header: bool) -> int | None:
-    """pandas counts lines without blank ones; map its number back to the file's line."""
-    if reported is None:
-        return None
-    seen = 0
-    for i, line in enumerate(lines):
-        if line.strip():
-            seen += 1
-            if seen == reported:
-                return i + 1
-    return reported
 
 
 def _parquet_error(error: Exception, path) -> DataError:
@@ -183,24 +364,89 @@ def parquet_preview(source: Source, lines: int = 20, budget: MemoryBudget | None
     return columns, [[str(v) for v in row] for row in frame.itertuples(index=False)]
 
 
-def _read_parquet(source: Source, budget: MemoryBudget) -> Table:
+def _read_parquet(source: Source, budget: MemoryBudget, wanted=None) -> Table:
+    """A Parquet table, batch by batch, into the same compact codes (values as the text they print as)."""
     parquet = _parquet_file(source, budget)
+    path = source.path
     try:
-        size = parquet.metadata.serialized_size + sum(parquet.metadata.row_group(k).total_byte_size
-                                                       for k in range(parquet.metadata.num_row_groups))
-        budget.check(size * TEXT_TABLE_FACTOR / 2, source.path, projected=True)
-        frame = parquet.read().to_pandas()
+        names = _distinct_names([str(name) for name in parquet.schema_arrow.names])
+        keep = wanted(names) if wanted is not None else None
+        keep = names if keep is None else [n for n in names if n in set(keep)]
+        n_rows = int(parquet.metadata.num_rows)
+        budget.check(n_rows * (4 * len(keep) + 12), path, projected=True)
+        positions = [names.index(name) for name in keep]
+        codes = {name: np.empty(n_rows, dtype=np.int32) for name in keep}
+        index: dict[str, dict[str, int]] = {name: {} for name in keep}
+        done, distinct_bytes = 0, 0
+        for batch in parquet.iter_batches(batch_size=1 << 18, columns=[parquet.schema_arrow.names[k] for k in positions]):
+            rows = batch.num_rows
+            if done + rows > n_rows:
+                raise DataError("the Parquet file holds more rows than its footer says", path=path)
+            for k, name in enumerate(keep):
+                local, values = pd.factorize(batch.column(k).to_pandas(), use_na_sentinel=True)
+                table = index[name]
+                before = len(table)
+                texts = [_parquet_text(v) for v in values]
+                if local.size and local.min() < 0:
+                    texts.append("")  # missing values (code -1) take the last one
+                mapped = np.fromiter((table.setdefault(t, len(table)) for t in texts), dtype=np.int64,
+                                     count=len(texts))
+                if len(table) > before:
+                    distinct_bytes += sum(len(t) + BYTES_PER_DISTINCT for t, m in zip(texts, mapped) if m >= before)
+                codes[name][done:done + rows] = mapped[local]  # -1 (missing) takes the last: ""
+            done += rows
+            budget.check((done * (4 * len(keep) + 12) + distinct_bytes) * n_rows / max(done, 1), path,
+                         projected=done < n_rows)
     except DataError:
         raise
     except Exception as error:  # pyarrow raises many types for damaged files
-        raise _parquet_error(error, source.path) from None
-    frame = frame.astype(object).where(frame.notna(), "")
-    frame = frame.map(lambda v: "" if v == "" else (str(int(v)) if isinstance(v, float) and float(v).is_integer() else str(v)))
-    frame.columns = [str(c) for c in frame.columns]
-    return Table(frame, np.arange(frame.shape[0]) + 1, source.path)
+        raise _parquet_error(error, path) from None
+    if done != n_rows:
+        raise DataError("the Parquet file holds fewer rows than its footer says", path=path)
+    uniques = {name: np.array(list(index[name]), dtype=object) for name in keep}
+    return Table(names, codes, uniques, np.arange(n_rows, dtype=np.int64) + 1, path, n_rows)
+
+
+def _parquet_text(value) -> str:
+    """A Parquet value as text: whole floats without ``.0`` (ids stored as floats), NaN as missing."""
+    if isinstance(value, float):
+        if value != value:
+            return ""
+        return str(int(value)) if value.is_integer() else str(value)
+    return str(value)
+
+
+def columns_needed(fmt: str, options: dict) -> Callable[[list[str]], list[str] | None]:
+    """Which columns a format reads (given the table's names): the rest are never kept."""
+    def wanted(names: list[str]) -> list[str] | None:
+        if fmt == "pairs":
+            specs = [(options.get("person", 0), "person"), (options.get("item", 1), "item")]
+            if options.get("value") is not None:
+                specs.append((options["value"], "value"))
+            return [resolve_column(names, spec, role) for spec, role in specs]
+        if fmt == "records" and options.get("attributes"):
+            return [resolve_column(names, a, "attribute") for a in options["attributes"]]
+        if fmt == "cells" and options.get("attributes"):
+            count = options.get("count")
+            named = [c for c in names if c.strip().lower() in COUNT_NAMES]
+            count_col = resolve_column(names, count, "count") if count is not None else (named[0] if named else names[-1])
+            return [count_col] + [resolve_column(names, a, "attribute") for a in options["attributes"]]
+        return None
+    return wanted
 
 
 # --- pairs -----------------------------------------------------------------------------
+
+def _missing(table: Table, column: str, role: str) -> None:
+    codes, uniques = table.coded(column)
+    row = table.first_row(column, uniques == "")
+    if row is not None:
+        table.fail(row, column, f"the {role} is missing", expected=f"a {role} identifier")
+
+
+def _numbers(uniques: np.ndarray) -> np.ndarray:
+    return pd.to_numeric(pd.Series(uniques, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+
 
 def pairs_to_dataset(table: Table, *, person=0, item=1, value=None, keep_values: bool = False,
                      name: str, source: dict) -> Dataset:
@@ -208,34 +454,31 @@ def pairs_to_dataset(table: Table, *, person=0, item=1, value=None, keep_values:
     item_col = table.column(item, "item")
     if person_col == item_col:
         raise ParameterError("The person and item columns must be different.")
-    frame = table.frame
-    persons = frame[person_col].to_numpy(dtype=object)
-    items = frame[item_col].to_numpy(dtype=object)
-    for values, column, role in ((persons, person_col, "person"), (items, item_col, "item")):
-        missing = np.flatnonzero(values == "")
-        if missing.size:
-            table.fail(int(missing[0]), column, f"the {role} is missing", expected=f"a {role} identifier")
-    # people and items named in the file exist even when their value is 0 (an empty row, a zero count)
-    rows, _ = pd.factorize(persons, sort=False)
-    cols, labels = pd.factorize(items, sort=False)
-    n_rows = int(rows.max()) + 1 if rows.size else 0
+    _missing(table, person_col, "person")
+    _missing(table, item_col, "item")
+    # codes number values in order of first appearance: people and items named in the file
+    # exist even when their value is 0 (an empty row, a zero count)
+    rows, people = table.coded(person_col)
+    cols, labels = table.coded(item_col)
+    n_rows = int(people.size)
     weights = None
     if value is not None:
         value_col = table.column(value, "value")
-        numbers = pd.to_numeric(frame[value_col], errors="coerce").to_numpy(dtype=np.float64)
-        bad = np.flatnonzero(~np.isfinite(numbers))
-        if bad.size:
-            table.fail(int(bad[0]), value_col, f"'{frame[value_col].iloc[int(bad[0])]}' is not a number",
+        value_codes, value_uniques = table.coded(value_col)
+        numbers_of = _numbers(value_uniques)
+        row = table.first_row(value_col, ~np.isfinite(numbers_of))
+        if row is not None:
+            table.fail(row, value_col, f"'{table.values(value_col)[row]}' is not a number",
                        expected="a number (non-zero means the person has the item)")
+        numbers = numbers_of[value_codes]
         present = numbers != 0
         rows, cols, numbers = rows[present], cols[present], numbers[present]
         if keep_values:
-            if np.any(numbers < 0):
-                row = int(np.flatnonzero(numbers < 0)[0])
+            row = table.first_row(value_col, numbers_of < 0)
+            if row is not None:
                 table.fail(row, value_col, "a negative value", expected="values of at least 0")
             weights = numbers
-    return build_incidence(np.asarray(rows, np.int64), np.asarray(cols, np.int64), n_rows,
-                           [str(x) for x in labels], name=name, source=source, values=weights)
+    return build_incidence(rows, cols, n_rows, [str(x) for x in labels], name=name, source=source, values=weights)
 
 
 # --- wide 0/1 matrix --------------------------------------------------------------------
@@ -244,12 +487,12 @@ ID_NAMES = {"", "id", "person", "user", "userid", "row", "customer", "record", "
 
 
 def matrix_to_dataset(table: Table, *, id_column="auto", name: str, source: dict) -> Dataset:
-    frame = table.frame
     columns = table.columns
     if id_column == "auto":
         first = columns[0] if columns else None
         id_col = None
-        if first is not None and (first.strip().lower() in ID_NAMES or not frame[first].isin(["0", "1"]).all()):
+        if first is not None and (first.strip().lower() in ID_NAMES
+                                  or not set(table.uniques[first].tolist()) <= {"0", "1"}):
             id_col = first
     elif id_column is None or id_column is False:
         id_col = None
@@ -258,45 +501,55 @@ def matrix_to_dataset(table: Table, *, id_column="auto", name: str, source: dict
     item_cols = [c for c in columns if c != id_col]
     if not item_cols:
         raise DataError("the matrix has no item columns", path=table.path, expected="one column per item")
-    values = frame[item_cols].to_numpy(dtype=object)
-    ok = (values == "0") | (values == "1")
-    if not ok.all():
-        row, col = map(int, np.argwhere(~ok)[0])
-        shown = values[row, col]
-        table.fail(row, item_cols[col], f"the value '{shown}' is not 0 or 1" if shown != "" else "the value is missing",
-                   expected="0 or 1 in every item column")
-    ones = values == "1"
-    rows, cols = np.nonzero(ones)
     labels = [str(c) for c in item_cols]
     if len(set(labels)) != len(labels):
         raise DataError("two item columns have the same name", path=table.path, line=1)
-    return build_incidence(rows.astype(np.int64), cols.astype(np.int64), frame.shape[0], labels,
-                           name=name, source=source)
+    # the first bad cell in reading order: the earliest row, then the leftmost column
+    first_bad = None
+    for k, column in enumerate(item_cols):
+        uniques = table.uniques[column]
+        row = table.first_row(column, ~np.isin(uniques, ["0", "1"]))
+        if row is not None and (first_bad is None or row < first_bad[0]):
+            first_bad = (row, k)
+    if first_bad is not None:
+        row, k = first_bad
+        shown = table.values(item_cols[k])[row]
+        table.fail(row, item_cols[k], f"the value '{shown}' is not 0 or 1" if shown != "" else "the value is missing",
+                   expected="0 or 1 in every item column")
+    rows_list, cols_list = [], []
+    for k, column in enumerate(item_cols):
+        codes, uniques = table.coded(column)
+        one = np.flatnonzero(uniques == "1")
+        if one.size:
+            rows_k = np.flatnonzero(codes == one[0]).astype(np.int32)
+            rows_list.append(rows_k)
+            cols_list.append(np.full(rows_k.size, k, dtype=np.int32))
+    rows = np.concatenate(rows_list) if rows_list else np.zeros(0, np.int32)
+    cols = np.concatenate(cols_list) if cols_list else np.zeros(0, np.int32)
+    return build_incidence(rows, cols, table.n_rows, labels, name=name, source=source)
 
 
 # --- records and cell tables ------------------------------------------------------------
 
 def records_to_dataset(table: Table, *, name: str, source: dict) -> Dataset:
     """One item per attribute value ("workclass=Private"): the incidence view of records."""
-    frame = table.frame
-    rows_list, cols_list, labels = [], [], []
-    n = frame.shape[0]
-    for k, column in enumerate(table.columns):
-        codes, uniques = pd.factorize(frame[column].to_numpy(dtype=object), sort=False)
-        rows_list.append(np.arange(n, dtype=np.int64))
-        cols_list.append(codes.astype(np.int64) + len(labels))
+    n = table.n_rows
+    columns = table.columns
+    cols = np.empty((n, len(columns)), dtype=np.int32)
+    labels: list[str] = []
+    for k, column in enumerate(columns):
+        codes, uniques = table.coded(column)
+        cols[:, k] = codes + len(labels)
         labels.extend(f"{column}={u}" for u in uniques)
-    rows = np.concatenate(rows_list) if rows_list else np.zeros(0, np.int64)
-    cols = np.concatenate(cols_list) if cols_list else np.zeros(0, np.int64)
-    order = np.argsort(rows, kind="stable")
-    return build_incidence(rows[order], cols[order], n, labels, name=name, source=source)
+    rows = np.repeat(np.arange(n, dtype=np.int32), len(columns))
+    return build_incidence(rows, cols.ravel(), n, labels, name=name, source=source)
 
 
 def _domains(table: Table, attributes: list[str], declared: dict | None):
     digits, domains = [], []
     declared = declared or {}
     for column in attributes:
-        values = table.frame[column].to_numpy(dtype=object)
+        codes, uniques = table.coded(column)
         if column in declared:
             domain = [str(v) for v in declared[column]]
             if len(set(domain)) != len(domain):
@@ -304,16 +557,14 @@ def _domains(table: Table, attributes: list[str], declared: dict | None):
             lookup = {v: i for i, v in enumerate(domain)}
             # a value outside the declared domain drops its record (counted, internal): refusing
             # would itself reveal that some record holds such a value
-            codes = np.fromiter((lookup.get(str(v), -1) for v in values), dtype=np.int64, count=values.size)
+            rank = np.array([lookup.get(str(v), -1) for v in uniques], dtype=np.int64)
         else:
-            codes, uniques = pd.factorize(values, sort=False)
-            uniques = [str(u) for u in uniques]
-            order = natural_order(uniques)
-            rank = np.empty(len(uniques), dtype=np.int64)
-            rank[order] = np.arange(len(uniques))
-            domain = [uniques[i] for i in order]
-            codes = rank[codes]
-        digits.append(np.asarray(codes, dtype=np.int64))
+            values = [str(u) for u in uniques]
+            order = natural_order(values)
+            rank = np.empty(len(values), dtype=np.int64)
+            rank[order] = np.arange(len(values))
+            domain = [values[i] for i in order]
+        digits.append(rank[codes] if rank.size else np.zeros(codes.size, np.int64))
         domains.append(domain)
     return digits, domains
 
@@ -362,15 +613,17 @@ def table_to_cells(table: Table, *, count=None, attributes=None, domains=None, n
     if not attrs:
         raise DataError("the count table has no attribute columns", path=table.path,
                         expected="attribute columns and a count column")
-    raw_counts = table.frame[count_col].to_numpy(dtype=object)
-    numbers = pd.to_numeric(pd.Series(raw_counts), errors="coerce").to_numpy(dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(numbers) | (numbers < 0) | (numbers != np.round(numbers)))
-    if bad.size:
-        row = int(bad[0])
-        shown = raw_counts[row]
-        problem = ("a negative count" if np.isfinite(numbers[row]) and numbers[row] < 0
-                   else "not a whole number" if np.isfinite(numbers[row]) else "not a number")
+    count_codes, count_uniques = table.coded(count_col)
+    numbers_of = _numbers(count_uniques)
+    bad_of = ~np.isfinite(numbers_of) | (numbers_of < 0) | (numbers_of != np.round(numbers_of))
+    row = table.first_row(count_col, bad_of)
+    if row is not None:
+        shown = table.values(count_col)[row]
+        number = numbers_of[count_codes[row]]
+        problem = ("a negative count" if np.isfinite(number) and number < 0
+                   else "not a whole number" if np.isfinite(number) else "not a number")
         table.fail(row, count_col, f"'{shown}' is {problem}", expected="a whole number of people, 0 or more")
+    numbers = numbers_of[count_codes]
     digits, domain_values = _domains(table, attrs, domains)
     keep = _inside(digits)
     index, size = _encode([codes[keep] for codes in digits], domain_values)

@@ -75,7 +75,7 @@ def test_ragged_wide_matrix(tmp_path):
     check(path, "fields", line=3, fmt="matrix")
     longer = tmp_path / "longer.csv"
     longer.write_text("id,a,b,c\n1,0,1,1\n2,1,0,1,1\n")
-    check(longer, "different number of fields", line=3, fmt="matrix")
+    check(longer, "5 fields but the table has 4 columns", line=3, fmt="matrix")
 
 
 def test_wide_matrix_value_not_zero_one(tmp_path):

@@ -56,7 +56,7 @@ def test_ragged_pairs_header_words_are_never_items(tmp_path):
     assert "--format transactions --header" in message and "--format pairs --header" in message
     as_baskets = dpdesk.load(path, format="transactions")  # the detected header is skipped
     assert not {"user", "item", "rating"} & set(items(as_baskets)) and as_baskets.n_rows == 4
-    with pytest.raises(DataError, match="line 4"):  # read as the table it is: the ragged line is named
+    with pytest.raises(DataError, match="line 3"):  # read as the table it is: the ragged line is named
         dpdesk.load(path, format="pairs", header=True)
 
 
