@@ -39,7 +39,7 @@ def natural_key(label: str):
 def natural_order(labels: Sequence[str]) -> np.ndarray:
     """Indices that sort ``labels`` with :func:`natural_key`."""
     labels = list(labels)
-    if labels and all(label.isdigit() for label in labels):
+    if labels and all(label.isascii() and label.isdigit() for label in labels):
         # fast path for integer item ids (the common FIMI case)
         values = np.array([int(label) for label in labels], dtype=np.float64)
         lengths = np.array([len(label) for label in labels])

@@ -2,18 +2,18 @@
 
 Tables are read as text (so that nothing is silently converted) and kept compact: each
 column as int32 codes into its distinct values, in order of first appearance — about 4
-bytes per field, whatever the text. The file is streamed twice: a first pass over the
-bytes (numpy; the csv module when fields are quoted) finds the non-blank lines, their
-field counts and over-long fields; a second pass parses pieces of rows with pandas and
-numbers their values. Only the columns a format needs are kept. Every error names the
-file's line.
+bytes per field, whatever the text — and only the columns a format needs. The file is
+streamed in pieces cut at line ends and tokenized with numpy on the bytes (linear in the
+piece, whatever the lines); a file with quoted fields is read with the csv module
+instead, which handles quotes, delimiters and line ends inside fields. Every line must
+have as many fields as the first; every error names the file's line.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -25,10 +25,8 @@ from .detect import COUNT_NAMES
 from .textio import (MAX_FIELD_BYTES, MemoryBudget, Source, TextCheck, checked_text, format_size, memory_budget,
                      read_raw)
 
-#: memory of a Parquet table converted to text in pandas, per byte of its (uncompressed) pages
-PARQUET_FACTOR = 15
-#: text parsed by pandas at a time in the second pass
-TABLE_PIECE_BYTES = 8 << 20
+#: text read at a time
+TABLE_PIECE_BYTES = 4 << 20
 #: what a distinct value costs in memory (a Python string and its dictionary slot), besides its text
 BYTES_PER_DISTINCT = 120
 _WHITESPACE = np.zeros(256, dtype=bool)
@@ -89,19 +87,82 @@ class Table:
 
 # --- reading ------------------------------------------------------------------------------------
 
-@dataclass
-class _Lines:
-    """The first pass: each non-blank line's number and field count."""
+class _Quoted(Exception):
+    """A quote in a delimited table: read it again with the csv module (quotes may hold anything)."""
 
-    numbers: list[np.ndarray] = field(default_factory=list)
-    counts: list[np.ndarray] = field(default_factory=list)
-    text_bytes: int = 0
-    header: list[str] | None = None
 
-    def joined(self) -> tuple[np.ndarray, np.ndarray]:
-        numbers = np.concatenate(self.numbers) if self.numbers else np.zeros(0, np.int64)
-        counts = np.concatenate(self.counts) if self.counts else np.zeros(0, np.int32)
-        return numbers, counts
+class _Columns:
+    """What is kept while reading: per kept column, pieces of int32 codes and the value → code dictionary."""
+
+    def __init__(self, source: Source, budget: MemoryBudget, wanted, header: bool, encoding: str):
+        self.source, self.path, self.budget, self.wanted, self.header = source, source.path, budget, wanted, header
+        self.codec = "utf-8" if encoding == "utf-8-sig" else encoding
+        self.names: list[str] | None = None
+        self.width = 0
+        self.keep: list[int] = []
+        self.codes: list[list[np.ndarray]] = []
+        self.index: list[dict[str, int]] = []
+        self.lines: list[np.ndarray] = []
+        self.rows = 0
+        self.distinct_bytes = 0
+
+    def start(self, first: list[str], line: int) -> None:
+        """The first non-blank line: the header (names) or the first row (its width)."""
+        self.width = len(first)
+        names = [f.strip() for f in first] if self.header else [f"column {k + 1}" for k in range(self.width)]
+        self.names = _distinct_names(names)
+        chosen = self.wanted(self.names) if self.wanted is not None else None
+        chosen = set(self.names if chosen is None else chosen)
+        self.keep = [k for k, name in enumerate(self.names) if name in chosen]
+        self.codes = [[] for _ in self.keep]
+        self.index = [{} for _ in self.keep]
+
+    def wrong_width(self, count: int, line: int, delimiter) -> None:
+        raise DataError(f"this line has {count} fields but the table has {self.width} columns", path=self.path,
+                        line=line, expected=f"{self.width} fields separated by {_name(delimiter)}")
+
+    def add(self, column: int, values, line_numbers: np.ndarray | None = None) -> None:
+        """Codes for the values of kept column number ``column`` (values: a list of str or bytes)."""
+        local, uniques = pd.factorize(np.array(values, dtype=object)) if len(values) else (np.zeros(0, np.int64), [])
+        table = self.index[column]
+        before = len(table)
+        try:
+            mapped = np.fromiter((table.setdefault(_text_value(u, self.codec), len(table)) for u in uniques),
+                                 dtype=np.int64, count=len(uniques))
+        except UnicodeDecodeError as error:  # checked piece by piece already; the file changed meanwhile?
+            raise DataError(f"a value cannot be decoded as {self.codec} ({error.reason})", path=self.path) from None
+        if len(table) > before:
+            self.distinct_bytes += sum(len(uniques[k]) + BYTES_PER_DISTINCT for k in np.flatnonzero(mapped >= before))
+        self.codes[column].append(mapped.astype(np.int32)[local] if local.size else np.zeros(0, np.int32))
+
+    def add_lines(self, numbers: np.ndarray, consumed: int) -> None:
+        self.lines.append(numbers.astype(np.int64))
+        self.rows += int(numbers.size)
+        so_far = self.rows * (4 * len(self.keep) + 8) + self.distinct_bytes
+        expected = max(self.source.estimated_size, consumed, 1)
+        if consumed < expected:
+            self.budget.check(so_far * expected / max(consumed, 1), self.path, projected=True)
+        self.budget.check(so_far, self.path, line=int(numbers[-1]) if numbers.size else None)
+
+    def table(self) -> Table:
+        if self.names is None:
+            raise DataError("the file has no data lines", path=self.path, expected="at least one line of data")
+        if self.rows == 0:
+            raise DataError("the file has a header but no data lines" if self.header else "the file has no data lines",
+                            path=self.path, expected="at least one line of data after the header" if self.header
+                            else "at least one line of data")
+        codes, uniques = {}, {}
+        for k, position in enumerate(self.keep):
+            name = self.names[position]
+            codes[name] = np.concatenate(self.codes[k]) if self.codes[k] else np.zeros(0, np.int32)
+            self.codes[k] = []
+            uniques[name] = np.array(list(self.index[k]), dtype=object)
+        lines = np.concatenate(self.lines) if self.lines else np.zeros(0, np.int64)
+        return Table(self.names, codes, uniques, lines, self.path, self.rows)
+
+
+def _text_value(value, codec: str) -> str:
+    return value.decode(codec).strip() if isinstance(value, bytes) else value.strip()
 
 
 def read_table(source: Source, *, delimiter: str | None, header: bool, encoding: str, automatic: bool = False,
@@ -114,36 +175,17 @@ def read_table(source: Source, *, delimiter: str | None, header: bool, encoding:
     budget = budget or memory_budget()
     if parquet:
         return _read_parquet(source, budget, wanted)
-    path = source.path
-    lines = _scan_lines(source, delimiter, encoding, automatic, budget, cancel)
-    numbers, counts = lines.joined()
-    if header:
-        if numbers.size == 0:
-            raise DataError("the file is empty", path=path)
-        names_count = int(counts[0])
-        numbers, counts = numbers[1:], counts[1:]
-    if numbers.size == 0:
-        raise DataError("the file has a header but no data lines" if header else "the file has no data lines",
-                        path=path, expected="at least one line of data after the header" if header else None)
-    width = names_count if header else int(counts[0])
-    wrong = np.flatnonzero(counts != width)
-    if wrong.size:
-        row = int(wrong[0])
-        raise DataError(f"this line has {int(counts[row])} fields but the table has {width} columns", path=path,
-                        line=int(numbers[row]), expected=f"{width} fields separated by {_name(delimiter)}")
-    n_rows = int(numbers.size)
-    names = [str(c).strip() for c in lines.header] if header else [f"column {k + 1}" for k in range(width)]
-    names = _distinct_names(names)
-    keep = wanted(names) if wanted is not None else None
-    keep = names if keep is None else [n for n in names if n in set(keep)]
-    budget.check(n_rows * (4 * len(keep) + 12), path, projected=True)
-    codes, uniques = _parse_rows(source, delimiter, header, encoding, automatic, names, keep, n_rows,
-                                 lines.text_bytes, budget, cancel)
-    return Table(names, codes, uniques, numbers, path, n_rows)
+    columns = _Columns(source, budget, wanted, header, encoding)
+    try:
+        _read_plain(source, delimiter, encoding, automatic, columns, cancel)
+    except _Quoted:
+        columns = _Columns(source, budget, wanted, header, encoding)
+        _read_quoted(source, delimiter, encoding, automatic, columns, cancel)
+    return columns.table()
 
 
 def _distinct_names(names: list[str]) -> list[str]:
-    """Column names made distinct the way pandas does (``a``, ``a.1``), so both agree."""
+    """Column names made distinct (``a``, ``a.1``), as pandas would."""
     seen: dict[str, int] = {}
     result = []
     for name in names:
@@ -161,10 +203,9 @@ def _distinct_names(names: list[str]) -> list[str]:
     return result
 
 
-def _scan_lines(source: Source, delimiter, encoding, automatic, budget, cancel) -> _Lines:
-    """First pass: line numbers and field counts of the non-blank lines (numpy; csv if quoted)."""
+def _read_plain(source: Source, delimiter, encoding, automatic, columns: _Columns, cancel) -> None:
+    """A table without quotes, in pieces cut at line ends, tokenized with numpy on the bytes."""
     path = source.path
-    lines = _Lines()
     check = TextCheck(encoding, path, automatic=automatic)
     delim = None if delimiter is None else ord(delimiter)
     carry, line_offset, first = b"", 0, True
@@ -174,152 +215,142 @@ def _scan_lines(source: Source, delimiter, encoding, automatic, budget, cancel) 
                 cancel.check()
             piece = reader.read(TABLE_PIECE_BYTES)
             final = not piece
-            if first and piece.startswith(b"\xef\xbb\xbf") and encoding == "utf-8-sig":
-                check.check(piece[:3])
-                piece = piece[3:]
-            first = first and not piece
+            if first and piece:
+                first = False
+                if piece.startswith(b"\xef\xbb\xbf") and encoding == "utf-8-sig":
+                    check.check(piece[:3])
+                    piece = piece[3:]
             if delim is not None and b'"' in piece:
-                return _scan_quoted(source, delimiter, encoding, automatic, budget, cancel)
+                raise _Quoted()
             buffer = carry + piece if carry else piece
             cut = len(buffer) if final else buffer.rfind(b"\n") + 1
             chunk, carry = buffer[:cut], buffer[cut:]
-            if len(carry) > 64 * MAX_FIELD_BYTES and len(carry) > budget.limit // 8:
+            if len(carry) > max(64 * MAX_FIELD_BYTES, columns.budget.limit // 8):
                 raise DataError(f"a line is longer than {format_size(len(carry))}", path=path, line=line_offset + 1,
                                 expected="a table with one row per line")
             if chunk:
                 check.check(chunk, final=final)
-                line_offset = _scan_piece(chunk, delim, line_offset, lines, path)
-                lines.text_bytes += len(chunk)
-                budget.check(12 * sum(a.size for a in lines.numbers), path, line=line_offset)
+                line_offset = _table_piece(chunk, delim, line_offset, columns, reader.position)
             if final:
                 break
-    if lines.numbers and delim is not None:
-        lines.header = _first_fields(source, delimiter, encoding)
-    elif lines.numbers:
-        lines.header = _first_fields(source, None, encoding)
-    return lines
 
 
-def _scan_piece(chunk: bytes, delim, line_offset: int, lines: _Lines, path) -> int:
-    """Record one piece's non-blank lines (number, field count); refuse an over-long field."""
+def _fields(c: np.ndarray, delim) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of every field, blanks trimmed (empty fields kept), in order (linear)."""
+    if delim is None:  # runs of non-blank bytes
+        solid = (~_WHITESPACE[c] & (c != 10)).view(np.int8)
+        edges = np.diff(solid, prepend=np.int8(0), append=np.int8(0))
+        return np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    separators = np.flatnonzero((c == delim) | (c == 10))
+    if c.size and c[-1] != 10:
+        separators = np.append(separators, c.size)  # the last line has no line end
+    starts = np.concatenate([[0], separators[:-1] + 1]) if separators.size else separators
+    ends = separators
+    content = np.flatnonzero(~_WHITESPACE[c] & (c != delim) & (c != 10))
+    first = np.searchsorted(content, starts)
+    last = np.searchsorted(content, ends) - 1
+    filled = first <= last
+    trimmed_starts = np.where(filled, content[np.minimum(first, max(content.size - 1, 0))] if content.size else 0, starts)
+    trimmed_ends = np.where(filled, content[np.maximum(last, 0)] + 1 if content.size else 0, starts)
+    return trimmed_starts, trimmed_ends
+
+
+def _table_piece(chunk: bytes, delim, line_offset: int, columns: _Columns, consumed: int) -> int:
+    """One piece of whole lines: check every line's width, keep the wanted columns' values, return the line count."""
+    path = columns.path
     c = np.frombuffer(chunk, dtype=np.uint8)
     newlines = np.flatnonzero(c == 10)
-    ends = np.append(newlines, c.size) if (c.size and c[-1] != 10) else newlines
-    starts = np.concatenate([[0], ends[:-1] + 1]) if ends.size else ends
-    solid = ~_WHITESPACE[c] & (c != 10)
-    solid_before = np.concatenate([[0], np.cumsum(solid)])
-    nonblank = solid_before[ends] > solid_before[starts]
-    if delim is None:  # fields: runs of non-blank bytes
-        first = solid.copy()
-        first[1:] &= ~solid[:-1]
-        tokens_before = np.concatenate([[0], np.cumsum(first)])
-        field_counts = tokens_before[ends] - tokens_before[starts]
-        separators = np.flatnonzero(~solid)
-    else:
-        is_delim = c == delim
-        delims_before = np.concatenate([[0], np.cumsum(is_delim)])
-        field_counts = delims_before[ends] - delims_before[starts] + 1
-        separators = np.flatnonzero(is_delim | (c == 10))
-    gaps = np.diff(np.concatenate([[-1], separators, [c.size]]))
-    if gaps.size and int(gaps.max()) - 1 > MAX_FIELD_BYTES:
-        at = int(separators[int(np.argmax(gaps)) - 1]) + 1 if int(np.argmax(gaps)) > 0 else 0
+    line_ends = np.append(newlines, c.size) if (c.size and c[-1] != 10) else newlines
+    starts, ends = _fields(c, delim)
+    lengths = ends - starts
+    if lengths.size and int(lengths.max()) > MAX_FIELD_BYTES:
+        k = int(np.argmax(lengths))
         raise DataError(f"a field is longer than {MAX_FIELD_BYTES:,} bytes", path=path,
-                        line=line_offset + int(np.searchsorted(newlines, at)) + 1,
+                        line=line_offset + int(np.searchsorted(newlines, starts[k])) + 1,
                         expected="short values separated by " + _name(None if delim is None else chr(delim)))
-    kept = np.flatnonzero(nonblank)
-    lines.numbers.append((kept + line_offset + 1).astype(np.int64))
-    lines.counts.append(field_counts[kept].astype(np.int32))
-    return line_offset + int(ends.size)
+    line_of = np.searchsorted(line_ends, starts)  # the line of each field (a field never holds a line end)
+    counts = np.bincount(line_of, minlength=line_ends.size)
+    solid = (~_WHITESPACE[c] | (c == (delim if delim is not None else 10))) & (c != 10)
+    solid_before = np.concatenate([[0], np.cumsum(solid)])
+    line_starts = np.concatenate([[0], line_ends[:-1] + 1]) if line_ends.size else line_ends
+    data_lines = np.flatnonzero(solid_before[line_ends] > solid_before[line_starts])  # the non-blank lines
+    if columns.names is None and data_lines.size:
+        head = int(data_lines[0])
+        fields = np.flatnonzero(line_of == head)
+        columns.start([chunk[starts[k]:ends[k]].decode(columns.codec, errors="replace") for k in fields],
+                      line_offset + head + 1)
+        if columns.header:
+            data_lines = data_lines[1:]
+    if data_lines.size:
+        wrong = np.flatnonzero(counts[data_lines] != columns.width)
+        if wrong.size:
+            line = int(data_lines[wrong[0]])
+            columns.wrong_width(int(counts[line]), line_offset + line + 1, None if delim is None else chr(delim))
+        is_data = np.zeros(line_ends.size, dtype=bool)
+        is_data[data_lines] = True
+        chosen = np.flatnonzero(is_data[line_of])  # the data fields, row after row, `width` per row
+        for k, position in enumerate(columns.keep):
+            take = chosen[position::columns.width]
+            columns.add(k, _field_bytes(c, starts[take], ends[take]))
+        columns.add_lines(data_lines + line_offset + 1, consumed)
+    return line_offset + int(line_ends.size)
 
 
-def _scan_quoted(source: Source, delimiter, encoding, automatic, budget, cancel) -> _Lines:
-    """First pass with the csv module (fields may hold quotes, delimiters and line ends)."""
-    from array import array
+def _field_bytes(c: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[bytes]:
+    """The fields' bytes: copied out with one LF after each, then split in C (fields never hold a LF)."""
+    if starts.size == 0:
+        return []
+    marks = np.zeros(c.size + 1, dtype=np.int8)
+    marks[starts] += 1  # starts are distinct, and so are ends (an empty field has start = end: 0)
+    marks[ends] -= 1
+    keep = np.cumsum(marks, dtype=np.int8).astype(bool)
+    keep[ends] = True
+    joined = np.append(c, np.uint8(10))
+    joined[ends] = 10
+    values = joined[keep].tobytes().split(b"\n")
+    values.pop()
+    return values
 
-    lines = _Lines()
-    numbers, counts = array("q"), array("i")
+
+def _read_quoted(source: Source, delimiter, encoding, automatic, columns: _Columns, cancel) -> None:
+    """A table with quoted fields: the csv module (exact for quotes, delimiters and line ends in fields)."""
     with checked_text(source, encoding, automatic=automatic) as text:
         reader = csv.reader(text, delimiter=delimiter)
         previous = 0
+        batch: list[list[str]] = []
+        numbers: list[int] = []
         try:
             for record in reader:
                 start, previous = previous + 1, reader.line_num
-                if not record or all(not f.strip() for f in record) and len(record) == 1:
-                    continue
+                if not record or (len(record) == 1 and not record[0].strip()):
+                    continue  # a blank line
                 if max(len(f) for f in record) > MAX_FIELD_BYTES:
                     raise DataError(f"a field is longer than {MAX_FIELD_BYTES:,} characters", path=source.path,
                                     line=start)
-                if lines.header is None:
-                    lines.header = record
+                if columns.names is None:
+                    columns.start(record, start)
+                    if columns.header:
+                        continue
+                if len(record) != columns.width:
+                    columns.wrong_width(len(record), start, delimiter)
+                batch.append(record)
                 numbers.append(start)
-                counts.append(len(record))
-                if len(numbers) % 65536 == 0:
+                if len(batch) >= 65536:
                     if cancel is not None:
                         cancel.check()
-                    budget.check(12 * len(numbers), source.path, line=start)
+                    _add_records(columns, batch, numbers, text)
+                    batch, numbers = [], []
+            _add_records(columns, batch, numbers, text)
         except csv.Error as error:
             raise DataError(f"malformed quoted field ({error})", path=source.path, line=reader.line_num) from None
-        lines.text_bytes = text.buffer.raw._reader.position if hasattr(text, "buffer") else 0
-    lines.numbers = [np.frombuffer(numbers, dtype=np.int64).copy()] if numbers else []
-    lines.counts = [np.frombuffer(counts, dtype=np.int32).copy()] if counts else []
-    return lines
 
 
-def _first_fields(source: Source, delimiter, encoding) -> list[str]:
-    """The first non-blank line's fields (the header's names)."""
-    with checked_text(source, encoding) as text:
-        for line in text:
-            if line.strip():
-                line = line.rstrip("\r\n")
-                if delimiter is None:
-                    return line.split()
-                return [f.strip() for f in next(csv.reader([line], delimiter=delimiter))]
-    return []
-
-
-def _parse_rows(source: Source, delimiter, header: bool, encoding, automatic, names: list[str], keep: list[str],
-                n_rows: int, text_bytes: int, budget: MemoryBudget, cancel):
-    """Second pass: pandas in pieces of rows; each kept column becomes int32 codes into its distinct values."""
-    path = source.path
-    codes = {name: np.empty(n_rows, dtype=np.int32) for name in keep}
-    index: dict[str, dict[str, int]] = {name: {} for name in keep}
-    distinct_bytes = 0
-    rows_per_piece = max(1000, int(TABLE_PIECE_BYTES * n_rows / max(text_bytes, 1)))
-    done = 0
-    sep = r"\s+" if delimiter is None else delimiter
-    positions = [names.index(name) for name in keep]
-    with checked_text(source, encoding, automatic=automatic) as text:
-        try:
-            pieces = pd.read_csv(text, sep=sep, header=0 if header else None, dtype=str, keep_default_na=False,
-                                 na_filter=False, skipinitialspace=True, skip_blank_lines=True, engine="c",
-                                 usecols=positions, chunksize=rows_per_piece)
-            for piece in pieces:
-                if cancel is not None:
-                    cancel.check()
-                rows = piece.shape[0]
-                if done + rows > n_rows:
-                    raise DataError("the rows could not be counted consistently (quoted line ends?)", path=path)
-                for position, name in zip(positions, keep):
-                    local, values = pd.factorize(piece.iloc[:, positions.index(position)].to_numpy(dtype=object))
-                    table = index[name]
-                    before = len(table)
-                    mapped = np.fromiter((table.setdefault(str(v).strip(), len(table)) for v in values),
-                                         dtype=np.int64, count=len(values))
-                    if len(table) > before:
-                        distinct_bytes += sum(len(str(v)) + BYTES_PER_DISTINCT for v in values[mapped >= before])
-                    codes[name][done:done + rows] = mapped[local] if local.size else local
-                done += rows
-                so_far = done * (4 * len(keep) + 12) + distinct_bytes
-                budget.check(so_far * n_rows / max(done, 1), path, projected=done < n_rows)
-        except pd.errors.EmptyDataError:
-            raise DataError("the file has no data lines", path=path) from None
-        except pd.errors.ParserError as error:
-            raise DataError(f"the table cannot be parsed ({str(error).strip().splitlines()[0][:160]})",
-                            path=path) from None
-    if done != n_rows:
-        raise DataError("the rows could not be counted consistently (quoted line ends?)", path=path)
-    uniques = {name: np.array(list(index[name]), dtype=object) for name in keep}
-    return codes, uniques
+def _add_records(columns: _Columns, batch: list[list[str]], numbers: list[int], text) -> None:
+    if not batch:
+        return
+    for k, position in enumerate(columns.keep):
+        columns.add(k, [record[position] for record in batch])
+    columns.add_lines(np.array(numbers, dtype=np.int64), text.buffer.raw.position)
 
 
 def _name(delimiter):

@@ -455,6 +455,11 @@ class _CheckedRaw(io.RawIOBase):
     def __init__(self, reader: "_Reader", check: TextCheck):
         self._reader, self._check = reader, check
 
+    @property
+    def position(self) -> int:
+        """Bytes read from the file so far (decompressed)."""
+        return self._reader.position
+
     def readable(self) -> bool:
         return True
 

@@ -145,3 +145,10 @@ def test_gzip_of_garbage_is_binary(tmp_path):
     path = tmp_path / "g.dat.gz"
     path.write_bytes(gzip.compress(b"\x00\x01\x02" * 100))
     check(path, "binary")
+
+
+def test_a_value_with_a_line_end_is_shown_escaped_on_one_line(tmp_path):
+    path = tmp_path / "m.csv"
+    path.write_text('id,a,b\n1,"0\n1",1\n2,0,1\n')  # a quoted field holding a line end
+    message = check(path, r"the value '0\\n1' is not 0 or 1", line=2, column="a", fmt="matrix")
+    assert "\n" not in message

@@ -115,7 +115,8 @@ def test_memory_sizes_and_the_default_budget(monkeypatch):
     monkeypatch.delenv(MEMORY_ENV, raising=False)
     budget = memory_budget()
     available = available_memory()
-    assert available and budget.limit == max(available // 2, 64 << 20) and "half" in budget.origin
+    assert available and budget.limit == pytest.approx(max(available // 2, 64 << 20), rel=0.05)  # memory moves
+    assert "half" in budget.origin
     monkeypatch.setenv(MEMORY_ENV, "300M")
     assert memory_budget().limit == 300 << 20 and MEMORY_ENV in memory_budget().origin
     assert memory_budget("1G").limit == GB  # the option wins over the environment

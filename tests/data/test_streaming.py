@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dpdesk.data.transactions as transactions
+import dpdesk.errors
 from dpdesk.data.textio import open_source
 from dpdesk.data.transactions import parse_transactions, to_csr
 
@@ -74,3 +75,58 @@ def test_edges(tmp_path, content, expected):
     path = tmp_path / "e.dat"
     path.write_bytes(content)
     assert read(path, None)[0] == expected
+
+
+# --- tables -------------------------------------------------------------------------------------
+
+import dpdesk.data.tabular as tabular  # noqa: E402
+from dpdesk.data.tabular import read_table  # noqa: E402
+
+CELL_TEXT = ["0", "1", "12", "x", "milk", "a b", "", " ", "é", "\t", "\r"]
+
+
+def table_reference(content: bytes, delimiter: bytes | None, header: bool):
+    """(names, rows, line numbers) by plain Python: blank lines skipped, fields trimmed."""
+    lines = content.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    kept = [(n + 1, line) for n, line in enumerate(lines)
+            if line.strip(WHITESPACE) or (delimiter is not None and delimiter in line)]
+    split = [(n, line.split() if delimiter is None else [f.strip(WHITESPACE) for f in line.split(delimiter)])
+             for n, line in kept]
+    if not split:
+        return None
+    width = len(split[0][1])
+    if any(len(fields) != width for _, fields in split):
+        return "ragged"
+    names = [f.decode() for f in split[0][1]] if header else [f"column {k + 1}" for k in range(width)]
+    names = tabular._distinct_names(names)  # repeated names become "a", "a.1"
+    body = split[1:] if header else split
+    return names, [[f.decode() for f in fields] for _, fields in body], [n for n, _ in body]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.lists(st.sampled_from(CELL_TEXT), min_size=2, max_size=2), min_size=1, max_size=30),
+       blanks=st.lists(st.integers(0, 40), max_size=4), delimiter=st.sampled_from([b",", b";", None]),
+       header=st.booleans(), crlf=st.booleans(), piece=st.sampled_from([7, 64, 1 << 20]))
+def test_tables_same_as_plain_reading(tmp_path, monkeypatch, rows, blanks, delimiter, header, crlf, piece):
+    if delimiter is None:
+        rows = [[cell for cell in row if cell.strip() and " " not in cell] or ["z"] for row in rows]
+    lines = [(b" " if delimiter is None else delimiter).join(cell.encode() for cell in row) for row in rows]
+    for position in blanks:
+        lines.insert(min(position, len(lines)), b"  ")
+    content = (b"\r\n" if crlf else b"\n").join(lines) + b"\n"
+    path = tmp_path / "t.csv"
+    path.write_bytes(content)
+    monkeypatch.setattr(tabular, "TABLE_PIECE_BYTES", piece)
+    expected = table_reference(content, delimiter, header)
+    try:
+        table = read_table(open_source(path), delimiter=None if delimiter is None else delimiter.decode(),
+                           header=header, encoding="utf-8")
+    except dpdesk.errors.DataError as error:
+        assert expected in (None, "ragged") or (header and not expected[1]), (error, expected)
+        return
+    names, body, numbers = expected
+    assert table.columns == names
+    assert [[table.values(name)[i] for name in names] for i in range(table.n_rows)] == body
+    assert table.line_numbers.tolist() == numbers
