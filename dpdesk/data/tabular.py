@@ -97,6 +97,7 @@ class _Columns:
     def __init__(self, source: Source, budget: MemoryBudget, wanted, header: bool, encoding: str):
         self.source, self.path, self.budget, self.wanted, self.header = source, source.path, budget, wanted, header
         self.codec = "utf-8" if encoding == "utf-8-sig" else encoding
+        self.raw_keys = True  # values as bytes (plain reading), or as text (the csv module)
         self.names: list[str] | None = None
         self.width = 0
         self.keep: list[int] = []
@@ -126,11 +127,9 @@ class _Columns:
         local, uniques = pd.factorize(np.array(values, dtype=object)) if len(values) else (np.zeros(0, np.int64), [])
         table = self.index[column]
         before = len(table)
-        try:
-            mapped = np.fromiter((table.setdefault(_text_value(u, self.codec), len(table)) for u in uniques),
-                                 dtype=np.int64, count=len(uniques))
-        except UnicodeDecodeError as error:  # checked piece by piece already; the file changed meanwhile?
-            raise DataError(f"a value cannot be decoded as {self.codec} ({error.reason})", path=self.path) from None
+        # plain tables: the trimmed bytes are the key (decoded once per distinct value at the end)
+        keys = uniques if self.raw_keys else (u.strip() for u in uniques)
+        mapped = np.fromiter((table.setdefault(u, len(table)) for u in keys), dtype=np.int64, count=len(uniques))
         if len(table) > before:
             self.distinct_bytes += sum(len(uniques[k]) + BYTES_PER_DISTINCT for k in np.flatnonzero(mapped >= before))
         self.codes[column].append(mapped.astype(np.int32)[local] if local.size else np.zeros(0, np.int32))
@@ -156,13 +155,13 @@ class _Columns:
             name = self.names[position]
             codes[name] = np.concatenate(self.codes[k]) if self.codes[k] else np.zeros(0, np.int32)
             self.codes[k] = []
-            uniques[name] = np.array(list(self.index[k]), dtype=object)
+            try:
+                uniques[name] = np.array([key.decode(self.codec) if self.raw_keys else key for key in self.index[k]],
+                                         dtype=object)
+            except UnicodeDecodeError as error:  # checked piece by piece already; the file changed meanwhile?
+                raise DataError(f"a value cannot be decoded as {self.codec} ({error.reason})", path=self.path) from None
         lines = np.concatenate(self.lines) if self.lines else np.zeros(0, np.int64)
         return Table(self.names, codes, uniques, lines, self.path, self.rows)
-
-
-def _text_value(value, codec: str) -> str:
-    return value.decode(codec).strip() if isinstance(value, bytes) else value.strip()
 
 
 def read_table(source: Source, *, delimiter: str | None, header: bool, encoding: str, automatic: bool = False,
@@ -180,6 +179,7 @@ def read_table(source: Source, *, delimiter: str | None, header: bool, encoding:
         _read_plain(source, delimiter, encoding, automatic, columns, cancel)
     except _Quoted:
         columns = _Columns(source, budget, wanted, header, encoding)
+        columns.raw_keys = False
         _read_quoted(source, delimiter, encoding, automatic, columns, cancel)
     return columns.table()
 
@@ -245,13 +245,25 @@ def _fields(c: np.ndarray, delim) -> tuple[np.ndarray, np.ndarray]:
     if c.size and c[-1] != 10:
         separators = np.append(separators, c.size)  # the last line has no line end
     starts = np.concatenate([[0], separators[:-1] + 1]) if separators.size else separators
-    ends = separators
-    content = np.flatnonzero(~_WHITESPACE[c] & (c != delim) & (c != 10))
+    ends = separators.copy()
+    blank = _WHITESPACE[c]
+    for _ in range(8):  # a space or two around fields ("a, b"): a few cheap steps on the fields concerned
+        lead = np.flatnonzero((starts < ends) & blank[np.minimum(starts, c.size - 1)])
+        trail = np.flatnonzero((starts < ends) & blank[np.maximum(ends - 1, 0)])
+        if lead.size == 0 and trail.size == 0:
+            return starts, ends
+        starts[lead] += 1
+        ends[trail] -= 1
+        ends = np.maximum(ends, starts)
+    # long runs of blanks: the first and last non-blank byte of each field, by binary search (still linear)
+    content = np.flatnonzero(~blank & (c != delim) & (c != 10))
     first = np.searchsorted(content, starts)
     last = np.searchsorted(content, ends) - 1
     filled = first <= last
-    trimmed_starts = np.where(filled, content[np.minimum(first, max(content.size - 1, 0))] if content.size else 0, starts)
-    trimmed_ends = np.where(filled, content[np.maximum(last, 0)] + 1 if content.size else 0, starts)
+    if content.size == 0:
+        return starts, starts.copy()
+    trimmed_starts = np.where(filled, content[np.minimum(first, content.size - 1)], starts)
+    trimmed_ends = np.where(filled, content[np.maximum(last, 0)] + 1, trimmed_starts)
     return trimmed_starts, trimmed_ends
 
 
@@ -270,10 +282,10 @@ def _table_piece(chunk: bytes, delim, line_offset: int, columns: _Columns, consu
                         expected="short values separated by " + _name(None if delim is None else chr(delim)))
     line_of = np.searchsorted(line_ends, starts)  # the line of each field (a field never holds a line end)
     counts = np.bincount(line_of, minlength=line_ends.size)
-    solid = (~_WHITESPACE[c] | (c == (delim if delim is not None else 10))) & (c != 10)
-    solid_before = np.concatenate([[0], np.cumsum(solid)])
-    line_starts = np.concatenate([[0], line_ends[:-1] + 1]) if line_ends.size else line_ends
-    data_lines = np.flatnonzero(solid_before[line_ends] > solid_before[line_starts])  # the non-blank lines
+    # blank lines (only spaces and the like) are skipped: no field, or one empty field and no delimiter
+    has_content = np.zeros(line_ends.size, dtype=bool)
+    has_content[line_of[ends > starts]] = True
+    data_lines = np.flatnonzero(has_content | (counts > 1))
     if columns.names is None and data_lines.size:
         head = int(data_lines[0])
         fields = np.flatnonzero(line_of == head)
