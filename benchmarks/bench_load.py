@@ -5,9 +5,15 @@ about 8 million items, ~32 MB), then measures in one run:
 
 * dpdesk.load time, and its ratio to a plain line-by-line Python reader building the same CSR;
 * peak memory while loading (tracemalloc, which sees numpy's buffers) over
-  (file size + final CSR size) — the target is below 4.
+  (file size + final CSR size) — the target is below 4;
 
-Run: python benchmarks/bench_load.py [--rows N]
+and then linear time whatever the lines (issue 14): the time for 8 MB over the time for
+1 MB of one single token (refused: an item label that long is no label), of one line of
+short items, of lines of 60 KB labels, and of a pairs table with 60 KB fields. A ratio
+near 8 (or below, for a refusal) is linear; the old reader took 7 s per MB of one token.
+
+Run: python benchmarks/bench_load.py [--rows N] [--linear-only]
+(with PYTHONPATH=DIR to measure another checkout of dpdesk)
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import dpdesk
+from dpdesk.errors import DpdeskError
 
 
 def make_file(path: str, rows: int, columns: int = 41_270, max_len: int = 2_497, seed: int = 0) -> int:
@@ -64,11 +71,43 @@ def naive_load(path: str) -> sp.csr_matrix:
                           np.array(indptr, dtype=np.int64)), shape=(len(indptr) - 1, len(index)))
 
 
+LINEAR_CASES = {
+    "one token": lambda size: b"a" * size,
+    "one line of short items": lambda size: b" ".join(b"%d" % (i % 100_000) for i in range(size // 6)) + b"\n",
+    "lines of 60 KB labels": lambda size: b"\n".join(b"%d" % i + b"x" * 60_000 for i in range(size // 60_000)) + b"\n",
+    "pairs with 60 KB fields": lambda size: b"person,item\n" + b"\n".join(
+        b"p%d," % (i % 7) + b"y" * 60_000 + b"%d" % i for i in range(size // 60_000)) + b"\n",
+}
+
+
+def linear_time(folder: str) -> None:
+    print("linear time (seconds for 1 MB and 8 MB, their ratio; refusals count as answers):")
+    for label, make in LINEAR_CASES.items():
+        times, outcome = [], ""
+        for size in (1 << 20, 8 << 20):
+            path = os.path.join(folder, f"linear-{size}.csv" if "pairs" in label else f"linear-{size}.dat")
+            with open(path, "wb") as handle:
+                handle.write(make(size))
+            t = time.perf_counter()
+            try:
+                data = dpdesk.load(path, format="pairs" if "pairs" in label else "transactions")
+                outcome = f"loaded ({data.n_rows:,} rows)"
+            except DpdeskError as error:
+                outcome = f"refused: {str(error)[:70]}…"
+            times.append(time.perf_counter() - t)
+            os.remove(path)
+        print(f"  {label:<26} {times[0]:6.2f} s  {times[1]:6.2f} s  ratio {times[1] / times[0]:4.1f}  {outcome}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=990_002)
+    parser.add_argument("--linear-only", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
+        linear_time(folder)
+        if args.linear_only:
+            return
         path = os.path.join(folder, "kosarak_like.dat")
         t = time.perf_counter()
         total = make_file(path, args.rows)

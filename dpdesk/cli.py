@@ -46,6 +46,8 @@ def _import_options(args) -> dict:
         options["attributes"] = [_column(a.strip()) for a in args.attributes.split(",") if a.strip()]
     if getattr(args, "name", None):
         options["name"] = args.name
+    if getattr(args, "memory_limit", None):
+        options["memory_limit"] = args.memory_limit
     return options
 
 
@@ -65,6 +67,9 @@ def _add_import_arguments(parser) -> None:
     group.add_argument("--attributes", help="records/cells: comma-separated attribute columns")
     group.add_argument("--count", help="cells: the count column")
     group.add_argument("--name", help="a name for the dataset in reports")
+    group.add_argument("--memory-limit", dest="memory_limit", metavar="SIZE",
+                       help="the most memory the data may take while it is read, e.g. 2G or 500M (default: "
+                            "$DPDESK_MEMORY_LIMIT, else half of the memory available); a larger file is refused")
 
 
 def _load(args):
@@ -172,7 +177,7 @@ def cmd_release(args) -> int:
         dataset = args.dataset or choice.get("dataset") or default_dataset_name(project.data.get("path", ""))
 
         def read():
-            return project.load_data()
+            return project.load_data(**({"memory_limit": args.memory_limit} if args.memory_limit else {}))
     else:
         if not args.file:
             raise ParameterError("Give a data FILE (or --project FILE).")

@@ -10,10 +10,26 @@ from pathlib import Path
 
 
 class DpdeskError(Exception):
-    """Base class of all errors caused by input, parameters or budget (not by bugs)."""
+    """Base class of all errors caused by input, parameters or budget (not by bugs).
+
+    The message is kept to one line: a value quoted from a file (which may hold line ends
+    or control characters) is shown with escapes, so a front end can print it as is.
+    """
 
     #: short heading for dialogs
     title = "dpdesk"
+
+    def __init__(self, message="", *args):
+        if isinstance(message, str):
+            message = one_line(message)
+        super().__init__(message, *args)
+
+
+def one_line(text: str) -> str:
+    """``text`` with line ends and other control characters written as escapes (``\\n``, ``\\x00``)."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 class DataError(DpdeskError):
@@ -47,6 +63,12 @@ class DataError(DpdeskError):
         if expected:
             text = f"{text} (expected {expected})"
         super().__init__(text)
+
+
+class TooLargeError(DataError):
+    """Reading a data file would take more memory than the budget allows (stopped in time)."""
+
+    title = "The data file is too large"
 
 
 class ParameterError(DpdeskError):

@@ -2,19 +2,174 @@
 
 The GUI saves and opens them; ``dpdesk release --project FILE`` runs the chosen release
 headless. Paths are stored relative to the project file when they can be.
+
+A project file is checked against :data:`SCHEMA` when it is opened: any JSON that does
+not fit — a wrong type, a missing or unknown field, a number out of range, nesting where
+none belongs — is refused with one :class:`~dpdesk.errors.ParameterError` naming the
+field (``release.epsilon must be a number greater than 0, not true``). Nothing of a
+malformed file is used, so ``"epsilon": true`` can never release at ε = 1.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ParameterError
+from .errors import DpdeskError, ParameterError
 
 FORMAT_VERSION = 1
+#: a project file holds settings, not data: anything larger is not one
+MAX_PROJECT_BYTES = 4 << 20
+#: whole numbers must be exact as floats too (ids, seeds, bounds)
+MAX_WHOLE = 2**53
 
+
+# --- the schema ---------------------------------------------------------------------------------
+# A spec is a tuple ("kind", details...). Kinds: text, whole, number, flag, choice, either,
+# list, object (known fields; `required`), mapping (any text keys), null.
+
+def _text(nonempty: bool = False):
+    return ("text", nonempty)
+
+
+def _whole(minimum: int | None = None):
+    return ("whole", minimum)
+
+
+def _number(positive: bool = False):
+    return ("number", positive)
+
+
+def _either(*specs):
+    return ("either",) + specs
+
+
+def _object(fields: dict, required: tuple = ()):
+    return ("object", fields, required)
+
+
+NULL = ("null",)
+FLAG = ("flag",)
+COLUMN = _either(_text(True), _whole(0), NULL)
+SCALAR = _either(_text(), _number(), FLAG, NULL)
+DOMAIN_VALUES = _either(("list", _either(_text(), _number())), _text(True))
+ITEMS = _object({
+    "kind": ("choice", ("list", "range", "public-data", "discovered")),
+    "path": _text(True), "size": _whole(1), "delta": _number(True), "share": _number(True),
+    "bound": _either(_whole(1), NULL), "cells": FLAG,
+}, required=("kind",))
+SCHEMA = _object({
+    "dpdesk_project": ("choice", (FORMAT_VERSION,)),
+    "data": _object({
+        "path": _text(True),
+        "format": ("choice", ("auto", "transactions", "pairs", "matrix", "records", "cells")),
+        "options": _object({
+            "encoding": _text(True), "delimiter": _either(_text(True), NULL),
+            "header": _either(FLAG, ("choice", ("auto",)), NULL), "name": _either(_text(), NULL),
+            "person": COLUMN, "item": COLUMN, "value": COLUMN, "count": COLUMN,
+            "id_column": _either(COLUMN, ("choice", (False,))), "keep_values": FLAG,
+            "attributes": _either(("list", _either(_text(True), _whole(0))), NULL),
+            "domains": _either(("mapping", DOMAIN_VALUES), NULL),
+            "memory_limit": _either(_text(True), _whole(1 << 20), NULL),
+        }),
+    }),
+    "mechanisms": ("list", _object({
+        "mechanism": _text(True), "params": ("mapping", SCALAR), "enabled": FLAG, "label": _either(_text(), NULL),
+    }, required=("mechanism",))),
+    "compare": _object({
+        "epsilons": ("list", _number(True)), "repeats": _whole(1), "seed": _either(_whole(0), NULL),
+        "epsilon": _number(True), "bound": _either(_whole(1), NULL),
+    }),
+    "release": _object({
+        "mechanism": _text(True), "epsilon": _number(True), "params": ("mapping", SCALAR),
+        "chosen_how": _either(_text(), NULL), "dataset": _either(_text(), NULL), "items": _either(ITEMS, NULL),
+    }),
+}, required=("dpdesk_project",))
+
+_DESCRIPTIONS = {"null": "null", "flag": "true or false"}
+
+
+def _describe(spec) -> str:
+    kind = spec[0]
+    if kind == "text":
+        return "a non-empty text" if spec[1] else "a text"
+    if kind == "whole":
+        return "a whole number" + (f" of at least {spec[1]:,}" if spec[1] is not None else "")
+    if kind == "number":
+        return "a number greater than 0" if spec[1] else "a number"
+    if kind == "choice":
+        return "one of " + ", ".join(json.dumps(c) for c in spec[1])
+    if kind == "either":
+        return " or ".join(_describe(s) for s in spec[1:])
+    if kind == "list":
+        return f"a list of {_describe(spec[1]).replace('a ', '', 1)}s" if spec[1][0] != "either" else "a list"
+    if kind in ("object", "mapping"):
+        return "an object ({…})"
+    return _DESCRIPTIONS[kind]
+
+
+def _shown(value) -> str:
+    text = json.dumps(value, default=str) if not isinstance(value, (dict, list)) else (
+        "an object" if isinstance(value, dict) else "a list")
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+def _fits(value, spec) -> bool:
+    """Whether ``value`` fits a scalar spec (or the outer type of a container spec)."""
+    kind = spec[0]
+    if kind == "text":
+        return isinstance(value, str) and "\x00" not in value and (bool(value.strip()) or not spec[1])
+    if kind == "whole":
+        return (isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_WHOLE
+                and (spec[1] is None or value >= spec[1]))
+    if kind == "number":
+        return (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and (abs(value) <= MAX_WHOLE if isinstance(value, int) else math.isfinite(value))
+                and (value > 0 or not spec[1]))
+    if kind == "flag":
+        return isinstance(value, bool)
+    if kind == "null":
+        return value is None
+    if kind == "choice":
+        return any(type(value) is type(choice) and value == choice for choice in spec[1])
+    if kind == "either":
+        return any(_fits(value, option) for option in spec[1:])
+    if kind == "list":
+        return isinstance(value, list)
+    return isinstance(value, dict)
+
+
+def validate(content, spec=SCHEMA, where: str = "") -> None:
+    """Raise ``ParameterError`` naming the first field of ``content`` that does not fit ``spec``."""
+    name = where or "the project"
+    if not _fits(content, spec):
+        raise ParameterError(f"{name} must be {_describe(spec)}, not {_shown(content)}.")
+    kind = spec[0]
+    if kind == "either":
+        validate(content, next(option for option in spec[1:] if _fits(content, option)), where)
+    elif kind == "list":
+        for k, item in enumerate(content):
+            validate(item, spec[1], f"{where}[{k}]")
+    elif kind == "mapping":
+        for key, item in content.items():
+            validate(item, spec[1], f"{where}.{key}" if where else key)
+    elif kind == "object":
+        fields, required = spec[1], spec[2]
+        for key in content:
+            if key not in fields:
+                raise ParameterError(f"{name} has an unknown field '{key[:40]}'; the known fields are: "
+                                     + ", ".join(fields) + ".")
+        for key in required:
+            if key not in content:
+                raise ParameterError(f"{name} needs the field '{key}'.")
+        for key, item in content.items():
+            validate(item, fields[key], f"{where}.{key}" if where else key)
+
+
+# --- the project ----------------------------------------------------------------------------------
 
 @dataclass
 class Project:
@@ -47,14 +202,13 @@ class Project:
     @classmethod
     def load(cls, path) -> "Project":
         path = Path(path)
-        try:
-            content = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ParameterError(f"The project file {path} does not exist.") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise ParameterError(f"The project file {path.name} cannot be read: {error}") from None
-        if not isinstance(content, dict) or content.get("dpdesk_project") != FORMAT_VERSION:
+        content = _read_json(path)
+        if not isinstance(content, dict) or "dpdesk_project" not in content:
             raise ParameterError(f"{path.name} is not a dpdesk project file (version {FORMAT_VERSION}).")
+        try:
+            validate(content)
+        except ParameterError as error:
+            raise ParameterError(f"The project file {path.name} is not valid: {error}") from None
         data = dict(content.get("data") or {})
         if "path" in data and not os.path.isabs(data["path"]):
             data["path"] = str((path.parent / data["path"]).resolve())
@@ -68,7 +222,8 @@ class Project:
         if not self.data.get("path"):
             raise ParameterError("The project does not name a data file.")
         options = dict(self.data.get("options") or {})
-        return load(self.data["path"], format=self.data.get("format", "auto"), **options, **kwargs)
+        options.update(kwargs)
+        return load(self.data["path"], format=self.data.get("format", "auto"), **options)
 
     def items_declaration(self):
         """How the release's item (or cell) domain is declared (``None`` if the project does not say)."""
@@ -82,3 +237,29 @@ class Project:
             raise ParameterError("The project has no release chosen (mechanism and ε); choose one on the "
                                  "Release page and save the project.")
         return self.release
+
+
+def _read_json(path: Path):
+    """The file's JSON, with every way of failing (missing, not a file, huge, not UTF-8, not JSON) a clear error."""
+    from .data.textio import check_regular
+
+    try:
+        info = check_regular(path)
+    except DpdeskError as error:
+        detail = getattr(error, "detail", str(error))
+        raise ParameterError(f"The project file {path.name} cannot be opened: {detail}.") from None
+    if info.st_size > MAX_PROJECT_BYTES:
+        raise ParameterError(f"{path.name} is not a dpdesk project file: it is {info.st_size:,} bytes, and project "
+                             f"files hold only settings (at most {MAX_PROJECT_BYTES:,} bytes).")
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(MAX_PROJECT_BYTES + 1).decode("utf-8")
+        return json.loads(text, parse_constant=_no_constant)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ParameterError) as error:
+        raise ParameterError(f"The project file {path.name} cannot be read: {error}") from None
+    except RecursionError:
+        raise ParameterError(f"The project file {path.name} is not valid: it is nested far too deeply.") from None
+
+
+def _no_constant(name: str):
+    raise ParameterError(f"{name} is not a number a project file may hold")

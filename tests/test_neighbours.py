@@ -157,7 +157,7 @@ def test_without_a_declared_domain_nothing_is_read_or_spent(tmp_path, dpdesk_hom
     d, _ = neighbours()
     csv = _pairs_csv(tmp_path / "d.csv", d)
     read = []
-    monkeypatch.setattr(dpdesk.data.loader, "read_raw", lambda *a, **k: read.append(a))
+    monkeypatch.setattr(dpdesk.data.loader, "open_source", lambda *a, **k: read.append(a))
     for extra, message in (([], "--items"), (["--items", "from-data"], "--items-are-public"),
                            (["--items", "discover"], "--delta"), (["--items", "discover", "--delta", "0"], "between 0 and 1"),
                            (["--items", "discover", "--delta", "1"], "between 0 and 1"),

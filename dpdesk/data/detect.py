@@ -1,7 +1,14 @@
 """Guessing how a file is laid out: format, delimiter, header, encoding, columns.
 
 The guess is shown to the steward in the import wizard (and used by ``dpdesk inspect``)
-and every part of it can be overridden.
+and every part of it can be overridden. Only the head of the file is looked at.
+
+When the head does not settle the question — one line that could be a basket or a
+header, column names above ragged lines, three words per line that could be baskets or
+pairs — :attr:`Sniffed.unsure` says so in words and :attr:`Sniffed.alternatives` lists
+the readings; ``dpdesk.load`` (and so the CLI) then refuses with those options instead
+of guessing, and the wizard can ask. A first line that looks like column names is never
+read as items.
 """
 
 from __future__ import annotations
@@ -12,12 +19,34 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .textio import detect_encoding, head_lines, is_parquet, read_raw
+from ..errors import DataError
+from .textio import HEAD_BYTES, Source, detect_encoding, head_lines, is_parquet, open_source
 
 FORMATS = ("transactions", "pairs", "matrix", "records", "cells")
 DELIMITER_NAMES = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe", None: "spaces"}
+DELIMITER_OPTIONS = {",": ",", "\t": "tab", ";": ";", "|": "|", None: "whitespace"}
 COUNT_NAMES = {"count", "counts", "n", "freq", "frequency", "number", "total"}
+HEADER_WORDS = {"id", "person", "user", "userid", "user_id", "item", "itemid", "item_id", "count", "customer",
+                "product", "value", "weight", "rating", "name", "movieid", "artistid", "timestamp", "basket",
+                "transaction", "items"}
 _NUMERIC = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
+#: share of a matrix's item cells that must be 0/1 for a file to be taken as a (damaged) matrix
+MATRIX_SHARE = 0.75
+
+
+@dataclass
+class Alternative:
+    """One reading of an ambiguous file: the options that choose it and what it would mean."""
+
+    format: str
+    header: bool
+    meaning: str
+
+    def options(self, delimiter: str | None) -> str:
+        parts = [f"--format {self.format}", "--header" if self.header else "--no-header"]
+        if delimiter is not None:
+            parts.append(f"--delimiter {DELIMITER_OPTIONS.get(delimiter, delimiter)!s}")
+        return " ".join(parts)
 
 
 @dataclass
@@ -32,6 +61,12 @@ class Sniffed:
     preview: list[list[str]] = field(default_factory=list)
     parquet: bool = False
     notes: list[str] = field(default_factory=list)
+    #: why the layout is uncertain (None: it is not); the wizard should ask, the CLI refuses
+    unsure: str | None = None
+    #: the readings the steward can choose from when ``unsure`` (the first is ``format``/``header``)
+    alternatives: list[Alternative] = field(default_factory=list)
+    #: import options that answer the question when the steward gives them (besides ``format``)
+    settled_by: tuple[str, ...] = ()
 
     def describe(self) -> str:
         what = {
@@ -41,7 +76,13 @@ class Sniffed:
             "records": "one record per person with attribute columns",
             "cells": "a table of attribute combinations with their counts",
         }[self.format]
-        return f"{self.format}: {what}"
+        return f"{self.format}: {what}" + (" (uncertain)" if self.unsure else "")
+
+    def refusal(self, path) -> DataError:
+        """The error ``load`` raises for an uncertain layout: the question and each option that answers it."""
+        choices = "; ".join(f"{a.meaning}: {a.options(self.delimiter)}" for a in self.alternatives)
+        return DataError(f"cannot tell how the file is laid out: {self.unsure}", path=path,
+                         expected=f"the layout given with import options — {choices}")
 
 
 def is_number(text: str) -> bool:
@@ -51,7 +92,10 @@ def is_number(text: str) -> bool:
 def split_line(line: str, delimiter: str | None) -> list[str]:
     if delimiter is None:
         return line.split()
-    return [part.strip() for part in next(csv.reader([line], delimiter=delimiter))] if line else []
+    try:
+        return [part.strip() for part in next(csv.reader([line], delimiter=delimiter))] if line else []
+    except csv.Error:  # a stray quote: show the raw fields
+        return [part.strip() for part in line.split(delimiter)]
 
 
 def guess_delimiter(lines: list[str]) -> str | None:
@@ -72,14 +116,16 @@ def guess_delimiter(lines: list[str]) -> str | None:
     return best
 
 
+def _header_words(row: list[str]) -> bool:
+    return bool({v.strip().lower() for v in row} & HEADER_WORDS)
+
+
 def guess_header(rows: list[list[str]]) -> bool:
     """A first row whose fields are words where the later rows have numbers is a header."""
-    header_words = {"id", "person", "user", "userid", "item", "itemid", "count", "customer", "product",
-                    "value", "weight", "rating", "name", "movieid", "artistid"}
     if not rows:
         return False
     if len(rows) == 1:  # a lone line of column names is a header with no data
-        return all(not is_number(v) for v in rows[0]) and bool({v.strip().lower() for v in rows[0]} & header_words)
+        return all(not is_number(v) for v in rows[0]) and _header_words(rows[0])
     first, rest = rows[0], rows[1:]
     width = len(first)
     for k in range(width):
@@ -89,81 +135,142 @@ def guess_header(rows: list[list[str]]) -> bool:
     # all-text tables: the first row's values never appear again and look like names
     if all(not is_number(v) for v in first):
         repeats = sum(1 for k in range(width) for row in rest if len(row) > k and row[k] == first[k])
-        lowered = {v.strip().lower() for v in first}
-        if repeats == 0 and lowered & header_words:
+        if repeats == 0 and _header_words(first):
             return True
     return False
 
 
-def sniff(path: str | Path, *, raw: bytes | None = None, encoding: str = "auto",
-          lines: int = 200) -> Sniffed:
-    """Look at the start of a file and guess its layout (see :class:`Sniffed`)."""
+def header_like(rows: list[list[str]]) -> bool:
+    """Whether the first line of a line-per-person file looks like column names, not items.
+
+    Words above lines of numbers, or known column names ("user", "item", …) that never
+    appear again: either way the line is not a basket.
+    """
+    if len(rows) < 2 or not rows[0] or any(is_number(v) for v in rows[0]):
+        return False
+    rest = [v for row in rows[1:] for v in row if v != ""]
+    if rest and sum(map(is_number, rest)) >= 0.9 * len(rest):
+        return True
+    seen_later = {v for row in rows[1:] for v in row}
+    return _header_words(rows[0]) and not seen_later & set(rows[0])
+
+
+def sniff(path: str | Path, *, raw: bytes | None = None, encoding: str = "auto", lines: int = 200,
+          source: Source | None = None) -> Sniffed:
+    """Look at the start of a file and guess its layout (see :class:`Sniffed`).
+
+    ``raw`` may be the file's content or just its head; without it the head is read.
+    """
     path = Path(path)
-    raw = read_raw(path) if raw is None else raw
+    if raw is None:
+        source = source or open_source(path)
+        raw = source.head()
+        whole = source.estimated_size <= len(raw) if not source.compressed else len(raw) < HEAD_BYTES
+    else:
+        whole = len(raw) <= HEAD_BYTES
+    raw = raw[:HEAD_BYTES]
     if is_parquet(raw):
-        import io
+        from .tabular import parquet_preview
 
-        import pyarrow.parquet as pq
-
-        table = pq.read_table(io.BytesIO(raw))
-        frame = table.slice(0, 20).to_pandas()
-        columns = [str(c) for c in frame.columns]
-        preview = [[str(v) for v in row] for row in frame.itertuples(index=False)]
+        columns, preview = parquet_preview(source or open_source(path))
         fmt = "cells" if any(c.lower() in COUNT_NAMES for c in columns) else ("pairs" if len(columns) <= 4 else "records")
         return Sniffed(fmt, None, True, "binary", columns, preview, parquet=True)
-    encoding_used = detect_encoding(raw, encoding, path)  # checks the whole file
-    head = raw[: 1 << 20]
-    if len(raw) > len(head) and head.rfind(b"\n") > 0:
-        head = head[: head.rfind(b"\n") + 1]
-    codec = "utf-8-sig" if encoding_used == "utf-8-sig" else encoding_used
-    sample = head_lines(head.decode(codec, errors="replace"), lines)
+    if whole and not raw.strip():
+        raise DataError("the file is empty", path=path, expected="at least one line of data")
+    encoding_used = detect_encoding(raw, encoding, path)
+    head = raw
+    if not whole and head.rfind(b"\n") > 0:
+        head = head[: head.rfind(b"\n") + 1]  # whole lines only
+    codec = "utf-8" if encoding_used == "utf-8-sig" else encoding_used
+    text = head.decode(codec, errors="replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    sample = head_lines(text, lines)
     nonblank = [line for line in sample if line.strip()]
     delimiter = guess_delimiter(nonblank)
     rows = [split_line(line, delimiter) for line in nonblank[:50]]
+    sniffed = _layout(rows, delimiter, encoding_used)
+    return sniffed
+
+
+def _layout(rows: list[list[str]], delimiter: str | None, encoding: str) -> Sniffed:
+    """The format and header that ``rows`` (the head, split) suggest, with any doubt spelled out."""
+    unsure, alternatives, settled_by = None, [], ()
     if delimiter is None:
-        fmt, header = "transactions", False
+        fmt, header = "transactions", header_like(rows)
+        if header:
+            unsure = f"the first line looks like column names ({', '.join(rows[0][:5])})"
+            alternatives = [Alternative("transactions", True, "baskets below a header line"),
+                            Alternative("pairs", True, "a table with a header")]
+            settled_by = ("header",)
     else:
         widths = Counter(len(row) for row in rows)
+        width = widths.most_common(1)[0][0] if widths else 0
         constant = len(widths) == 1 or (widths.most_common(1)[0][1] >= 0.98 * len(rows) and len(rows) > 50)
-        header = guess_header(rows) if constant else False
+        header = guess_header(rows) if constant else header_like(rows)
         body = rows[1:] if header else rows
-        width = widths.most_common(1)[0][0]
-        if not constant:
+        if len(rows) == 1 and not header:
             fmt = "transactions"
+            unsure = (f"there is only one line ({', '.join(rows[0][:5])}{', …' if len(rows[0]) > 5 else ''}); "
+                      "it could be one person's items or a table row")
+            alternatives = [Alternative("transactions", False, "one person with these items"),
+                            Alternative("pairs", False, "one (person, item) pair")]
+        elif not constant:
+            fmt = "transactions"
+            if header:
+                unsure = (f"the first line looks like column names ({', '.join(rows[0][:5])}) but the lines have "
+                          "different numbers of fields")
+                alternatives = [Alternative("transactions", True, "baskets below a header line"),
+                                Alternative("pairs", True, "a table with a header (its ragged lines are reported)")]
+                settled_by = ("header",)
         elif header and any(name.strip().lower() in COUNT_NAMES for name in rows[0]):
             fmt = "cells"
-        elif width >= 3 and _zero_one(body):
-            fmt = "matrix"
+        elif width >= 3 and _looks_like_matrix(body):
+            fmt = "matrix"  # a matrix, even with a few bad values (which the import then reports)
         elif width <= 4:
             fmt = "pairs"
+            if not header and width >= 3 and not all(is_number(row[k]) for row in body for k in range(2, width)):
+                unsure = (f"each line has {width} fields and no header: they could be baskets of {width} items "
+                          "or (person, item, …) rows")
+                alternatives = [Alternative("pairs", False, "(person, item, …) rows"),
+                                Alternative("transactions", False, f"one person per line with {width} items")]
         else:
             fmt = "records"
     columns = rows[0] if header and rows else [f"column {k + 1}" for k in range(max((len(r) for r in rows), default=0))]
     preview = rows[1:21] if header else rows[:20]
-    return Sniffed(fmt, delimiter, header, encoding_used, columns, preview)
+    sniffed = Sniffed(fmt, delimiter, header, encoding, columns, preview, unsure=unsure,
+                      alternatives=alternatives, settled_by=settled_by)
+    if fmt == "transactions" and header:
+        sniffed.notes.append("the first line looks like column names and is not read as items")
+    return sniffed
 
 
-def _zero_one(rows: list[list[str]]) -> bool:
-    """All values 0/1, allowing a first identifier column."""
+def _looks_like_matrix(rows: list[list[str]]) -> bool:
+    """Mostly 0/1 item cells: every item column at least half 0/1, and ≥ MATRIX_SHARE of all item cells.
+
+    A few other values do not make a matrix a table of pairs: the import then reports them
+    (line and column) instead of reading the file the wrong way.
+    """
     if not rows:
         return False
-    def ok(values):
-        return all(v in ("0", "1") for v in values)
-    if all(ok(row) for row in rows):
-        return True
-    return all(ok(row[1:]) for row in rows) and len(rows[0]) >= 3
+    width = max(len(row) for row in rows)
+    first_is_item = all(row and row[0] in ("0", "1") for row in rows)
+    columns = [[row[k] for row in rows if len(row) > k] for k in range(0 if first_is_item else 1, width)]
+    if len(columns) < 2:
+        return False
+    shares = [sum(1 for v in column if v in ("0", "1")) / max(len(column), 1) for column in columns]
+    cells = sum(len(column) for column in columns)
+    overall = sum(share * len(column) for share, column in zip(shares, columns)) / max(cells, 1)
+    return min(shares) >= 0.5 and overall >= MATRIX_SHARE
 
 
 def preview(raw: bytes, *, delimiter: str | None, header: bool, encoding: str, lines: int = 20,
-            parquet: bool = False) -> tuple[list[str], list[list[str]]]:
+            parquet: bool = False, path=None) -> tuple[list[str], list[list[str]]]:
     """Column names and the first rows as the importer would split them (for the wizard)."""
     if parquet:
-        import io
+        from .tabular import parquet_preview
 
-        import pyarrow.parquet as pq
-
-        frame = pq.read_table(io.BytesIO(raw)).slice(0, lines).to_pandas()
-        return [str(c) for c in frame.columns], [[str(v) for v in row] for row in frame.itertuples(index=False)]
+        return parquet_preview(open_source(path), lines) if path is not None else _parquet_bytes_preview(raw, lines)
     head = raw[: 1 << 16]
     if len(raw) > len(head) and head.rfind(b"\n") > 0:
         head = head[: head.rfind(b"\n") + 1]
@@ -176,3 +283,15 @@ def preview(raw: bytes, *, delimiter: str | None, header: bool, encoding: str, l
         width = max((len(r) for r in rows), default=0)
         columns = [f"column {k + 1}" for k in range(width)]
     return columns, rows[:lines]
+
+
+def _parquet_bytes_preview(raw: bytes, lines: int):
+    import io
+
+    import pyarrow.parquet as pq
+
+    try:
+        frame = pq.read_table(io.BytesIO(raw)).slice(0, lines).to_pandas()
+    except Exception as error:  # pyarrow raises many types for damaged files
+        raise DataError(f"the Parquet file cannot be read ({str(error).splitlines()[0][:200]})") from None
+    return [str(c) for c in frame.columns], [[str(v) for v in row] for row in frame.itertuples(index=False)]

@@ -21,20 +21,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-import scipy.sparse as sp
-
 from ..errors import DataError, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress
-from .dataset import CellCounts, Dataset, natural_order
+from .dataset import CellCounts, Dataset
 from .detect import FORMATS, sniff
-from .tabular import (matrix_to_dataset, pairs_to_dataset, read_table, records_to_cells,
+from .tabular import (columns_needed, matrix_to_dataset, pairs_to_dataset, read_table, records_to_cells,
                       records_to_dataset, table_to_cells)
-from .textio import read_raw
-from .transactions import parse_transactions
+from .textio import give_back_free_memory, memory_budget, open_source
+from .transactions import parse_transactions, to_csr
 
 OPTION_NAMES = {"encoding", "delimiter", "header", "name", "person", "item", "value", "keep_values",
-                "id_column", "attributes", "domains", "count"}
+                "id_column", "attributes", "domains", "count", "memory_limit"}
 
 
 def _delimiter(option, sniffed_delimiter):
@@ -65,54 +62,59 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
         raise ParameterError(f"Unknown format '{format}'; choose one of: auto, " + ", ".join(FORMATS) + ".")
     path = Path(path)
     progress(0.0, "Reading file")
-    raw = read_raw(path)
+    budget = memory_budget(options.get("memory_limit"))
+    source = open_source(path)
     encoding = options.get("encoding", "auto") or "auto"
-    sniffed = sniff(path, raw=raw, encoding=encoding)
+    sniffed = sniff(path, source=source, encoding=encoding)
     fmt = sniffed.format if format == "auto" else format
-    if fmt == "auto":  # pragma: no cover
-        fmt = sniffed.format
     if options.get("attributes") and format == "auto" and fmt in ("pairs", "matrix"):
         fmt = "records"
     delimiter = _delimiter(options.get("delimiter", "auto"), sniffed.delimiter)
     header_option = options.get("header", "auto")
     header = sniffed.header if header_option in (None, "auto") else bool(header_option)
+    if format == "auto" and sniffed.unsure and not _settled(sniffed, options):
+        raise sniffed.refusal(path)
     name = options.get("name") or _display_name(path)
-    source = {"path": str(path), "format": fmt, "encoding": sniffed.encoding,
-              "delimiter": "whitespace" if delimiter is None else delimiter, "header": header}
+    source_record = {"path": str(path), "format": fmt, "encoding": sniffed.encoding,
+                     "delimiter": "whitespace" if delimiter is None else delimiter, "header": header}
     for key in ("person", "item", "value", "keep_values", "id_column", "attributes", "domains", "count"):
         if key in options and options[key] is not None:
-            source[key] = options[key]
+            source_record[key] = options[key]
     if cancel is not None:
         cancel.check()
     if fmt == "transactions":
         if sniffed.parquet:
             raise DataError("a Parquet file cannot be read as transactions", path=path,
                             expected="pairs, records or cells for Parquet")
-        counts, columns, n_lines, labels = parse_transactions(
-            raw, delimiter=delimiter, encoding=sniffed.encoding, path=path,
-            progress=lambda f, m="": progress(0.05 + 0.85 * f, m), cancel=cancel)
-        dataset = _from_lines(counts, columns, labels, name=name, source=source)
+        lines = parse_transactions(source, delimiter=delimiter, encoding=sniffed.encoding,
+                                   automatic=encoding == "auto", header=header, budget=budget,
+                                   progress=lambda f, m="": progress(0.05 + 0.85 * f, m), cancel=cancel)
+        csr, labels = to_csr(lines)
+        del lines
+        give_back_free_memory()
+        dataset = Dataset(csr, labels, name=name, source=source_record)
     else:
-        table = read_table(raw, delimiter=delimiter, header=header, encoding=sniffed.encoding, path=path,
-                           parquet=sniffed.parquet)
+        table = read_table(source, delimiter=delimiter, header=header, encoding=sniffed.encoding,
+                           automatic=encoding == "auto", parquet=sniffed.parquet, budget=budget, cancel=cancel,
+                           wanted=columns_needed(fmt, options))
         progress(0.6, "Checking the table")
         if cancel is not None:
             cancel.check()
         if fmt == "pairs":
             dataset = pairs_to_dataset(table, person=options.get("person", 0), item=options.get("item", 1),
                                        value=options.get("value"), keep_values=bool(options.get("keep_values")),
-                                       name=name, source=source)
+                                       name=name, source=source_record)
         elif fmt == "matrix":
-            dataset = matrix_to_dataset(table, id_column=options.get("id_column", "auto"), name=name, source=source)
+            dataset = matrix_to_dataset(table, id_column=options.get("id_column", "auto"), name=name, source=source_record)
         elif fmt == "records":
             if options.get("attributes"):
                 dataset = records_to_cells(table, attributes=list(options["attributes"]),
-                                           domains=options.get("domains"), name=name, source=source)
+                                           domains=options.get("domains"), name=name, source=source_record)
             else:
-                dataset = records_to_dataset(table, name=name, source=source)
+                dataset = records_to_dataset(table, name=name, source=source_record)
         else:
             dataset = table_to_cells(table, count=options.get("count"), attributes=options.get("attributes"),
-                                     domains=options.get("domains"), name=name, source=source)
+                                     domains=options.get("domains"), name=name, source=source_record)
     if dataset.kind == "incidence" and dataset.n_rows == 0:
         raise DataError("the file contains no people", path=path, expected="at least one line of data")
     progress(1.0, "Loaded")
@@ -127,22 +129,9 @@ def _display_name(path: Path) -> str:
     return name
 
 
-def _from_lines(line_counts: np.ndarray, columns: np.ndarray, labels: list[str], *, name: str,
-                source: dict) -> Dataset:
-    """CSR from per-line token counts, with columns in natural label order and repeats merged."""
-    order = natural_order(labels)
-    n_rows, n_cols = int(line_counts.size), len(labels)
-    index_dtype = np.int32 if n_cols < 2**31 and columns.size < 2**31 else np.int64
-    position = np.empty(len(labels), dtype=index_dtype)
-    position[order] = np.arange(len(labels), dtype=index_dtype)
-    indices = position[columns] if columns.size else np.zeros(0, index_dtype)
-    indptr = np.zeros(n_rows + 1, dtype=index_dtype)
-    np.cumsum(line_counts, out=indptr[1:])
-    csr = sp.csr_matrix((np.ones(indices.size, dtype=np.uint8), indices, indptr), shape=(n_rows, n_cols))
-    csr.sum_duplicates()  # sorts each row and merges an item repeated within a line
-    csr.data = np.ones(csr.data.size, dtype=np.uint8)
-    sorted_labels = np.array([labels[j] for j in order], dtype=object)
-    return Dataset(csr, sorted_labels, name=name, source=source)
+def _settled(sniffed, options: dict) -> bool:
+    """Whether the steward's options answer the detector's question (e.g. a given header or delimiter)."""
+    return any(options.get(key) not in (None, "auto") for key in sniffed.settled_by)
 
 
 def reload(source: dict, **overrides) -> Dataset | CellCounts:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ..data.dataset import blockwise_bincount
 from ..errors import ParameterError
 from .randomness import RandomSource
 
@@ -49,14 +50,17 @@ def prepare_bound(matrix: sp.csr_matrix, bound: int) -> BoundedRows:
     bound = check_bound(bound)
     lengths = np.diff(matrix.indptr)
     over = np.flatnonzero(lengths > bound)
-    within_mask = np.repeat(lengths <= bound, lengths)
-    base = np.bincount(matrix.indices[within_mask], minlength=matrix.shape[1]).astype(np.int64)
     over_lengths = lengths[over]
     starts = matrix.indptr[:-1][over].astype(np.int64)
     total = int(over_lengths.sum())
-    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(over_lengths)[:-1]]), over_lengths)
-    positions = np.arange(total, dtype=np.int64) + offsets
-    block_starts = np.cumsum(over_lengths) - over_lengths
+    block_starts = np.cumsum(over_lengths, dtype=np.int64) - over_lengths
+    # positions in the index dtype (4 bytes each for most data), built in place
+    dtype = np.int32 if matrix.nnz < 2**31 else np.int64
+    positions = np.repeat((starts - block_starts).astype(dtype), over_lengths)
+    positions += np.arange(total, dtype=dtype)
+    # all counts minus the over rows' (few): no copy of the whole matrix's columns
+    base = blockwise_bincount(matrix.indices, matrix.shape[1])
+    base -= np.bincount(matrix.indices[positions], minlength=matrix.shape[1])
     return BoundedRows(bound, over, base, positions, over_lengths.astype(np.int64), block_starts.astype(np.int64))
 
 

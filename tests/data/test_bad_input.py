@@ -1,7 +1,6 @@
 """Every bad input of the foundation issue: one clear message (file, line, column, what was
 expected) as a typed exception in the API, and exit status 2 without a traceback in the CLI."""
 
-import builtins
 import gzip
 import os
 import subprocess
@@ -76,7 +75,7 @@ def test_ragged_wide_matrix(tmp_path):
     check(path, "fields", line=3, fmt="matrix")
     longer = tmp_path / "longer.csv"
     longer.write_text("id,a,b,c\n1,0,1,1\n2,1,0,1,1\n")
-    check(longer, "different number of fields", line=3, fmt="matrix")
+    check(longer, "5 fields but the table has 4 columns", line=3, fmt="matrix")
 
 
 def test_wide_matrix_value_not_zero_one(tmp_path):
@@ -125,17 +124,17 @@ def test_missing_file(tmp_path):
 def test_unreadable_file(tmp_path, monkeypatch):
     path = tmp_path / "secret.csv"
     path.write_text("person,item\na,b\n")
-    real_open = builtins.open
+    real_open = os.open
 
-    def guarded(file, *args, **kwargs):
+    def guarded(file, *args, **kwargs):  # files are opened with os.open (never blocking on a FIFO)
         if str(file) == str(path):
             raise PermissionError(13, "Permission denied", str(file))
         return real_open(file, *args, **kwargs)
 
-    monkeypatch.setattr(builtins, "open", guarded)
+    monkeypatch.setattr(os, "open", guarded)
     with pytest.raises(DataError, match="permission"):
         dpdesk.load(path)
-    monkeypatch.setattr(builtins, "open", real_open)
+    monkeypatch.setattr(os, "open", real_open)
     if os.geteuid() != 0:  # root reads anything; the real check only works for other users
         path.chmod(0)
         result = cli_inspect(path)
@@ -146,3 +145,10 @@ def test_gzip_of_garbage_is_binary(tmp_path):
     path = tmp_path / "g.dat.gz"
     path.write_bytes(gzip.compress(b"\x00\x01\x02" * 100))
     check(path, "binary")
+
+
+def test_a_value_with_a_line_end_is_shown_escaped_on_one_line(tmp_path):
+    path = tmp_path / "m.csv"
+    path.write_text('id,a,b\n1,"0\n1",1\n2,0,1\n')  # a quoted field holding a line end
+    message = check(path, r"the value '0\\n1' is not 0 or 1", line=2, column="a", fmt="matrix")
+    assert "\n" not in message

@@ -56,7 +56,7 @@ def test_basket_csv_with_names_and_quotes(tmp_path):
 def test_large_transactions_chunking(tmp_path, monkeypatch):
     import dpdesk.data.transactions as transactions
 
-    monkeypatch.setattr(transactions, "CHUNK_BYTES", 64)  # force many chunks
+    monkeypatch.setattr(transactions, "PIECE_BYTES", 64)  # force many pieces
     rng = np.random.default_rng(3)
     lines = [" ".join(str(x) for x in rng.integers(0, 50, size=rng.integers(0, 12))) for _ in range(500)]
     path = write(tmp_path / "big.dat", "\n".join(lines) + "\n")

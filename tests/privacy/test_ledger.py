@@ -272,7 +272,7 @@ def test_cap_refusal_happens_before_any_random_draw(ledger, data, tmp_path, monk
     # the CLI takes the same path, and refuses before it even reads the file
     csv = write_csv(tmp_path / "data.csv", data.origin)
     monkeypatch.setattr(Ledger, "open", classmethod(lambda cls, path=None: ledger))
-    monkeypatch.setattr(dpdesk.data.loader, "read_raw", lambda *a, **k: calls.append("read"))
+    monkeypatch.setattr(dpdesk.data.loader, "open_source", lambda *a, **k: calls.append("read"))
     status = cli.main(["release", str(csv), "--mechanism", "lpa", "--epsilon", "0.2", "--bound", "3",
                        "--dataset", "small", *PUBLIC, "--out", str(tmp_path / "cli-out")])
     assert status == 2 and calls == []
