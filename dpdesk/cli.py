@@ -1,4 +1,4 @@
-"""The headless front end: ``dpdesk inspect | mechanisms | release | compare | plan | ledger | gui``.
+"""The headless front end: ``dpdesk inspect | mechanisms | release | compare | recommend | plan | ledger | gui``.
 
 Thin on purpose: every command calls the same workflow functions as the GUI. Errors a
 user can cause print one line (``dpdesk: error: …``) and exit with status 2; nothing
@@ -67,6 +67,15 @@ def _add_import_arguments(parser) -> None:
     group.add_argument("--attributes", help="records/cells: comma-separated attribute columns")
     group.add_argument("--count", help="cells: the count column")
     group.add_argument("--name", help="a name for the dataset in reports")
+    group.add_argument("--engine", default="auto", choices=["auto", "memory", "duckdb", "spark"],
+                       help="what reads the data: memory (the matrix in memory), duckdb (out of core, for data larger "
+                            "than memory), spark (a cluster, with --spark-master), or auto (default: duckdb for "
+                            "files over 256 MB)")
+    group.add_argument("--spark-master", dest="spark_master", metavar="URL",
+                       help="with --engine spark: the cluster's master URL (e.g. spark://host:7077, local[*])")
+    group.add_argument("--sql", metavar="URL", help="read a database instead of a file: sqlite:///FILE.db or "
+                                                    "postgresql://user@host/database (with --query)")
+    group.add_argument("--query", help="with --sql: the SELECT whose result is the data (pairs, records or cells)")
     group.add_argument("--memory-limit", dest="memory_limit", metavar="SIZE",
                        help="the most memory the data may take while it is read, e.g. 2G or 500M (default: "
                             "$DPDESK_MEMORY_LIMIT, else half of the memory available); a larger file is refused")
@@ -75,7 +84,20 @@ def _add_import_arguments(parser) -> None:
 def _load(args):
     from .data import load
 
-    return load(args.file, format=args.format, **_import_options(args))
+    if getattr(args, "sql", None):
+        from .engine.sql import load_sql
+
+        options = _import_options(args)
+        return load_sql(args.sql, args.query, "pairs" if args.format == "auto" else args.format,
+                        **{k: v for k, v in options.items()})
+    if getattr(args, "query", None):
+        raise ParameterError("--query goes with --sql URL.")
+    if not getattr(args, "file", None):
+        raise ParameterError("Give a data FILE (or --sql URL --query …).")
+    if args.engine == "spark" and not args.spark_master:
+        raise ParameterError("--engine spark needs --spark-master URL (local[*] runs Spark on this machine).")
+    return load(args.file, format=args.format, engine=args.engine, spark_master=args.spark_master,
+                **_import_options(args))
 
 
 def _parse_params(pairs: list[str] | None) -> dict:
@@ -158,11 +180,47 @@ def _declaration(args):
                               delta=args.delta, share=args.discover_share, bound=args.discover_bound, cells=cells)
 
 
+def _summary(written, *, spent: bool) -> dict:
+    """What a release (or a re-export) did, from the ledger: the CLI's last line, or ``--json``."""
+    from .privacy.ledger import Ledger
+
+    release = written.release
+    status = Ledger.open().status(release.dataset_name)
+    return {
+        "mechanism": release.mechanism, "dataset": release.dataset_name,
+        "epsilon": float(release.epsilon), "delta": float(release.delta),
+        "spent_now": {"epsilon": float(release.epsilon) if spent else 0.0,
+                      "delta": float(release.delta) if spent else 0.0},
+        "entry": (release.report.get("ledger") or {}).get("entry"),
+        "published": (release.report.get("publication") or {}).get("form", "as recorded"),
+        "dataset_epsilon_spent": status.spent, "dataset_delta_spent": status.delta, "cap": status.cap,
+        "cap_remaining": status.remaining, "files": [str(path) for path in written],
+    }
+
+
+def _print_summary(summary: dict, *, spent: bool) -> None:
+    """The file paths, one a line (scripts read them), then one line saying what was done."""
+    for path in summary["files"]:
+        print(path)
+    delta = f", δ = {summary['delta']:.3g}" if summary["delta"] else ""
+    cap = (f"of its cap {summary['cap']:g} ({summary['cap_remaining']:.4g} left)" if summary["cap"] is not None
+           else "(no cap)")
+    total_delta = f", δ = {summary['dataset_delta_spent']:.3g}" if summary["dataset_delta_spent"] else ""
+    folder = Path(summary["files"][0]).parent if summary["files"] else Path(".")
+    what = (f"Released {summary['dataset']} with {summary['mechanism']} at ε = {summary['epsilon']:.4g}{delta}"
+            if spent else f"Wrote ledger entry #{summary['entry']} ({summary['mechanism']}) again, without new noise "
+                          "or budget")
+    print(f"{what} ({summary['published']}, with 95% margins): ledger entry #{summary['entry']}; "
+          f"{summary['dataset']} has spent ε = {summary['dataset_epsilon_spent']:.4g}{total_delta} {cap}; "
+          f"{len(summary['files'])} files in {folder}.")
+
+
 def cmd_release(args) -> int:
     from .data import load
-    from .workflow import default_dataset_name, release_to_files
+    from .workflow import NOT_COMPARED, default_dataset_name, observed_choice, release_to_files
 
     items = _declaration(args)
+    observed = NOT_COMPARED
     if args.project:
         from .project import Project
 
@@ -173,31 +231,54 @@ def cmd_release(args) -> int:
         params = dict(choice.get("params", {}))
         params.update(_mechanism_params(args))
         chosen_how = args.chosen_how or choice.get("chosen_how")
+        observed = observed_choice(project.compare.get("runs"))  # comparisons the project file records
+        args.raw = args.raw or bool(choice.get("raw"))
         items = items or project.items_declaration()
         dataset = args.dataset or choice.get("dataset") or default_dataset_name(project.data.get("path", ""))
 
         def read():
             return project.load_data(**({"memory_limit": args.memory_limit} if args.memory_limit else {}))
     else:
-        if not args.file:
-            raise ParameterError("Give a data FILE (or --project FILE).")
+        if not args.file and not args.sql:
+            raise ParameterError("Give a data FILE (or --project FILE, or --sql URL --query …).")
         if not args.mechanism or args.epsilon is None:
             raise ParameterError("Give --mechanism and --epsilon (see `dpdesk mechanisms`).")
+        if args.engine == "spark" and not args.spark_master:
+            raise ParameterError("--engine spark needs --spark-master URL (local[*] runs Spark on this machine).")
+        if args.engine == "spark":
+            from .engine.spark import require_pyspark
+
+            require_pyspark()  # before anything is read or spent
         mechanism, epsilon, params = args.mechanism, args.epsilon, _mechanism_params(args)
         chosen_how = args.chosen_how
-        dataset = args.dataset or args.name or default_dataset_name(args.file)
+        dataset = args.dataset or args.name or (default_dataset_name(args.file) if args.file else None)
+        if dataset is None:
+            raise ParameterError("Name the dataset the query reads with --dataset (the budget ledger adds up "
+                                 "releases per dataset).")
 
         def read():
-            return load(args.file, format=args.format, **_import_options(args))
+            return _load(args)
     reports = [r.strip() for r in (args.report or "").split(",") if r.strip()]
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     written = release_to_files(read, mechanism, epsilon, params, Path(args.out), dataset=dataset, items=items,
                                force=args.force, formats=formats, reports=reports,
                                internal_report=args.internal_report, internal_dir=args.internal_out,
-                               chosen_how=chosen_how, override_cap=args.override_cap,
-                               override_name=args.override_dataset_check)
-    for path in written:
-        print(path)
+                               chosen_how=chosen_how, observed=observed, raw=args.raw,
+                               override_cap=args.override_cap, override_name=args.override_dataset_check)
+    summary = _summary(written, spent=True)
+    if args.json:
+        print(json.dumps(summary, ensure_ascii=False))
+    else:
+        _print_summary(summary, spent=True)
+    return 0
+
+
+def cmd_convert(args) -> int:
+    from .engine.sources import convert
+
+    options = _import_options(args)
+    options.pop("name", None)
+    print(convert(args.file, args.out, format=args.format, **options))
     return 0
 
 
@@ -206,8 +287,12 @@ def cmd_export(args) -> int:
 
     reports = [r.strip() for r in (args.report or "").split(",") if r.strip()]
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
-    for path in reexport(args.entry, Path(args.out), formats=formats, reports=reports, force=args.force):
-        print(path)
+    written = reexport(args.entry, Path(args.out), formats=formats, reports=reports, force=args.force, raw=args.raw)
+    summary = _summary(written, spent=False)
+    if args.json:
+        print(json.dumps(summary, ensure_ascii=False))
+    else:
+        _print_summary(summary, spent=False)
     return 0
 
 
@@ -246,6 +331,41 @@ def cmd_compare(args) -> int:
     print(f"(seed {comparison.seed}; these results use the true data: internal only)")
     print(out / "results.csv")
     print(out / "summary.csv")
+    return 0
+
+
+def cmd_recommend(args) -> int:
+    from .data.domain import HOW_DISCOVERED, DomainDeclaration, parse_items_option
+    from .evaluation.recommend import recommend_for_file
+
+    if args.items is not None and args.domains is not None:
+        raise ParameterError("Give --items (incidence data) or --domains (a table of cells), not both.")
+    cells = args.domains is not None or args.domains_are_public
+    text = args.domains if cells else args.items
+    if text is not None and text.strip().lower() == "discover":  # no δ needed: recommend_for_file explains
+        declaration = DomainDeclaration(HOW_DISCOVERED, cells=cells)
+    else:
+        declaration = parse_items_option(text, public=args.domains_are_public if cells else args.items_are_public,
+                                         cells=cells)
+    advice = recommend_for_file(args.file, args.epsilon, items=declaration, bound=args.bound,
+                                typical_row_length=args.typical_row_length, format=args.format,
+                                import_options=_import_options(args))
+    if args.json:
+        print(json.dumps(advice.to_json(), ensure_ascii=False))
+        return 0
+    shown = " ".join(f"{k}={v}" for k, v in advice.params.items())
+    print(f"Recommended: {advice.mechanism}" + (f"  ({shown})" if shown else ""))
+    print("Why:")
+    for reason in advice.reasons:
+        print(f"  - {reason}")
+    if advice.alternatives:
+        print("Also worth comparing:")
+        for other in advice.alternatives:
+            settings = " ".join(f"{k}={v}" for k, v in other.params.items())
+            print(f"  - {other.mechanism}" + (f" ({settings})" if settings else "") + f": {other.why}")
+    options = "".join(f" --bound {v}" if k == "bound" else f" --param {k}={v}" for k, v in advice.params.items())
+    print(f"To release it: dpdesk release {args.file} --mechanism {advice.mechanism} --epsilon {args.epsilon:g}"
+          f"{options} {'--domains' if cells else '--items'} … --out DIR")
     return 0
 
 
@@ -417,7 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_sample)
 
     p = sub.add_parser("inspect", help="read a data file and print its (internal) figures")
-    p.add_argument("file", help="the data file (.gz is read transparently)")
+    p.add_argument("file", nargs="?", help="the data file (.gz is read transparently; or give --sql and --query)")
     p.add_argument("--json", action="store_true", help="print the figures and the fingerprint as JSON")
     _add_import_arguments(p)
     p.set_defaults(func=cmd_inspect)
@@ -440,6 +560,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
     p.add_argument("--override-cap", action="store_true", help="release even if it exceeds the dataset's budget cap (recorded)")
     p.add_argument("--chosen-how", help="how the mechanism was chosen (goes into the public report)")
+    p.add_argument("--raw", action="store_true",
+                   help="publish the mechanism's raw values (unbiased; may be fractional or negative) instead of "
+                        "whole numbers ≥ 0")
+    p.add_argument("--json", action="store_true", help="print what was done as one JSON object (for scripts)")
     p.add_argument("--dataset", help="which people the data is about: the budget ledger adds up every release "
                                      "under this name (default: the file's name without extension)")
     p.add_argument("--override-dataset-check", action="store_true",
@@ -467,12 +591,21 @@ def build_parser() -> argparse.ArgumentParser:
     _add_import_arguments(p)
     p.set_defaults(func=cmd_release)
 
+    p = sub.add_parser("convert", help="convert a data file to Parquet, which large data reads much faster")
+    p.add_argument("file", help="the data file (.gz is read transparently)")
+    p.add_argument("out", help="the Parquet file to write (OUT.parquet)")
+    _add_import_arguments(p)
+    p.set_defaults(func=cmd_convert)
+
     p = sub.add_parser("export", help="write a recorded release's files again from the ledger (no new noise)")
     p.add_argument("--entry", type=int, required=True, help="the release's ledger entry number (dpdesk ledger list)")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--formats", default="csv,json", help="release files: csv, json, parquet (default csv,json)")
     p.add_argument("--report", help="public privacy report formats: html, pdf (e.g. html,pdf)")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    p.add_argument("--raw", action="store_true",
+                   help="write the raw values of a release published as whole numbers (the same noise; no budget)")
+    p.add_argument("--json", action="store_true", help="print what was done as one JSON object (for scripts)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("compare", help="compare mechanisms over an ε grid on the true data (internal)")
@@ -488,6 +621,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="do not show progress")
     _add_import_arguments(p)
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("recommend", help="recommend a mechanism and its settings from declared facts only "
+                                         "(never reads the data's content)")
+    p.add_argument("file", help="the data file (only its format is read, and its labels with from-data)")
+    p.add_argument("--epsilon", type=float, required=True, help="the ε you plan to spend on the release")
+    p.add_argument("--bound", type=int, help="declared bound Δ: most items per person (optional)")
+    p.add_argument("--typical-row-length", dest="typical_row_length", type=float, metavar="L",
+                   help="your own statement of about how many items a typical person holds (optional; not read "
+                        "from the data)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (mechanism, params, reasons, …)")
+    domain = p.add_argument_group("declared domain (its size is what the recommendation needs)")
+    domain.add_argument("--items", help="the items: a label FILE (one per line, or a .csv with a header), range:D "
+                                        "(ids 0..D-1), or from-data (with --items-are-public)")
+    domain.add_argument("--items-are-public", action="store_true",
+                        help="state that the data file's own item labels are public (then only they are read)")
+    domain.add_argument("--domains", help="cell tables: a JSON FILE of attribute values, or from-data (with "
+                                          "--domains-are-public)")
+    domain.add_argument("--domains-are-public", action="store_true",
+                        help="state that the attribute values in the data file are public (then only they are read)")
+    _add_import_arguments(p)
+    p.set_defaults(func=cmd_recommend)
 
     p = sub.add_parser("plan", help="noise magnitude, minimum true answer and ε needed (Shoaran et al.)")
     p.add_argument("--epsilon", type=float, required=True, help="the privacy level ε of the noise")

@@ -130,3 +130,9 @@ class Cancelled(DpdeskError):
 
     def __init__(self, message: str = "The operation was cancelled."):
         super().__init__(message)
+
+
+class RecommendationError(DpdeskError):
+    """The recommendation rule file is missing, damaged or made for another version of dpdesk."""
+
+    title = "Cannot recommend a mechanism"

@@ -82,10 +82,16 @@ SCHEMA = _object({
     "compare": _object({
         "epsilons": ("list", _number(True)), "repeats": _whole(1), "seed": _either(_whole(0), NULL),
         "epsilon": _number(True), "bound": _either(_whole(1), NULL),
+        # comparisons run in the app (public settings only), for the report's "what dpdesk observed"
+        "runs": ("list", _object({
+            "on_true_data": FLAG, "standin": _text(), "mechanisms": ("list", _text(True)),
+            "epsilons": ("list", _number(True)),
+        })),
     }),
     "release": _object({
         "mechanism": _text(True), "epsilon": _number(True), "params": ("mapping", SCALAR),
         "chosen_how": _either(_text(), NULL), "dataset": _either(_text(), NULL), "items": _either(ITEMS, NULL),
+        "raw": FLAG,
     }),
 }, required=("dpdesk_project",))
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import math
 from glob import escape as glob_escape
 import os
 import re
@@ -45,11 +46,15 @@ from .data.domain import (DOMAINS_CHOICES_TEXT, HOW_DISCOVERED, HOW_LIST, HOW_PU
                           discover_cell_domains, discover_items, project, public_data_domain, read_domains_file,
                           restrict_cells)
 from .errors import ChargedRefusal, DpdeskError, ExportError, ParameterError
+from .mechanisms.publish import publish, unrounded_release
 from .privacy.budget import BudgetSplit, check_epsilon
-from .report.export import RELEASE_FORMATS, render_release, require_release, sha256_bytes
+from .report.export import RAW_PREFIX, RELEASE_FORMATS, render_release, require_release, sha256_bytes
 from .tasks import CancelToken, ProgressFn, no_progress
 
 DEFAULT_CHOSEN = "chosen before looking at results"
+CHOSEN_ON_TRUE_DATA = "chosen after comparing mechanisms on the true data (this choice used the data)"
+CHOSEN_ON_STANDIN = "chosen after comparing mechanisms on stand-in data (no true data used)"
+NOT_COMPARED = "no comparison was run in dpdesk for this release"
 REPORT_FILES = {"html": "privacy-report.html", "pdf": "privacy-report.pdf"}
 # the internal report is always written as HTML, and also as PDF when the public one is
 INTERNAL_REPORT_FILES = {"html": "internal-report-NOT-FOR-PUBLICATION.html",
@@ -315,6 +320,59 @@ def check_request(mechanism_id: str, epsilon, params: dict, *, dataset: str, ite
     return declared
 
 
+# --- how the mechanism was chosen: what the steward states, what dpdesk observed ------------------
+
+def observed_choice(runs) -> str:
+    """What dpdesk saw of the comparisons before a release, in words (``runs``: see ``comparison_run``)."""
+    runs = list(runs or [])
+    if not runs:
+        return NOT_COMPARED
+    parts = []
+    for on_true in (True, False):
+        chosen = [r for r in runs if bool(r.get("on_true_data")) == on_true]
+        if not chosen:
+            continue
+        mechanisms = sorted({m for r in chosen for m in r.get("mechanisms", [])})
+        epsilons = sorted({float(e) for r in chosen for e in r.get("epsilons", [])})
+        where = "on the true data" if on_true else \
+            "on a stand-in (" + "; ".join(sorted({str(r.get("standin") or "stand-in data") for r in chosen})) + ")"
+        parts.append(f"{where}: {', '.join(mechanisms)} at ε = {', '.join(f'{e:g}' for e in epsilons)}"
+                     + (f" ({len(chosen)} comparisons)" if len(chosen) > 1 else ""))
+    return "before this release, dpdesk compared mechanisms " + " and ".join(parts)
+
+
+def comparison_run(mechanisms, epsilons, *, on_true_data: bool, standin: str = "") -> dict:
+    """One comparison as the project file and ``observed_choice`` keep it (public settings only)."""
+    return {"on_true_data": bool(on_true_data), "standin": standin, "mechanisms": list(mechanisms),
+            "epsilons": [float(e) for e in epsilons]}
+
+
+def stated_default(runs) -> str:
+    """The statement the GUI proposes, from what was observed (the steward may change it)."""
+    runs = list(runs or [])
+    if any(r.get("on_true_data") for r in runs):
+        return CHOSEN_ON_TRUE_DATA
+    return CHOSEN_ON_STANDIN if runs else DEFAULT_CHOSEN
+
+
+def budget_at(ledger, dataset: str, entry_id: int) -> dict:
+    """The dataset's spending and cap as of a ledger entry (the same whenever it is asked, for re-export)."""
+    from .privacy.ledger import DEFAULT_CAP, SPENDING_KINDS
+
+    entries = [e for e in ledger.entries(dataset) if e.id <= entry_id]
+    spending = [e for e in entries if e.kind in SPENDING_KINDS]
+    caps = [e for e in entries if e.kind == "cap"]
+    return {"dataset": dataset, "epsilon_spent": math.fsum(e.epsilon for e in spending),
+            "delta_spent": math.fsum(e.delta for e in spending), "releases": len(spending),
+            "cap": caps[-1].cap if caps else DEFAULT_CAP}
+
+
+def _refer_to_entry(release, ledger, entry, dataset: str) -> None:
+    """The ledger entry a release was recorded as, and the dataset's budget as of that entry (public)."""
+    release.report["ledger"] = {"entry": entry.id, "entry_hash": entry.hash, "ledger": ledger.ledger_id()}
+    release.report["dataset_budget"] = budget_at(ledger, dataset, entry.id)
+
+
 def declaration_of(data, items: DomainDeclaration | None):
     """The declaration a dataset already carries, when none is given (GUI and API paths)."""
     if items is not None:
@@ -328,16 +386,20 @@ def declaration_of(data, items: DomainDeclaration | None):
 
 def secure_release(data, mechanism_id: str, epsilon, params: dict, *, dataset: str | None = None,
                    items: DomainDeclaration | None = None, domain=None, chosen_how: str | None = None,
+                   observed: str | None = None, raw: bool = False,
                    override_cap: bool = False, override_name: bool = False, ledger=None, formats=("csv",),
                    progress: ProgressFn | None = None, cancel: CancelToken | None = None):
-    """Steps 2–5: the name check, the domain, the secure run, the ledger record.
+    """Steps 2–5: the name check, the domain, the secure run, publication, the ledger record.
 
     ``data`` is the data as read; ``items`` how its domain is declared (``None``: the data
     already carries a declared domain, e.g. from :func:`dpdesk.declare`); ``domain`` the
-    item domain already read by :func:`check_request`. Returns ``(release, files)``: the
-    release (recorded; its entry in ``release.report['ledger']``) and its rendered data
-    files. The budget is spent from the moment the entry is recorded, whether or not the
-    files are exported later.
+    item domain already read by :func:`check_request`. ``chosen_how`` is how the steward
+    says the mechanism was chosen, ``observed`` what dpdesk saw (:func:`observed_choice`;
+    default: no comparison). ``raw`` publishes the mechanism's raw values instead of whole
+    numbers (:func:`dpdesk.mechanisms.publish.publish`). Returns ``(release, files)``: the
+    release as published (recorded; its entry in ``release.report['ledger']``) and its
+    rendered data files. The budget is spent from the moment the entry is recorded, whether
+    or not the files are exported later.
     """
     from .privacy.ledger import Ledger, check_dataset_name
     from .privacy.randomness import SecureRandom
@@ -399,12 +461,20 @@ def secure_release(data, mechanism_id: str, epsilon, params: dict, *, dataset: s
     if getattr(released, "dropped_records", 0):
         release.internal["records dropped (a value outside the declared domains)"] = released.dropped_records
     release.dataset_name = dataset
-    release.report["how_chosen"] = chosen_how or DEFAULT_CHOSEN
-    files = render_release(release, [f for f in formats if f != "json"])
+    stated = (chosen_how or "").strip() or DEFAULT_CHOSEN
+    release.report["how_chosen"] = stated  # read by earlier dpdesk versions and scripts
+    release.report["choice"] = {"stated": stated, "observed": observed or NOT_COMPARED}
+    publish(release, raw=raw)
+    data_formats = [f for f in formats if f != "json"]
+    files = render_release(release, data_formats)
     hashes = {name: sha256_bytes(content) for name, content in files.items()}
+    recorded = dict(hashes)
+    if release.unrounded is not None:  # the raw form's files too, so `export --entry N --raw` can be checked
+        raw_files = render_release(unrounded_release(release), data_formats)
+        recorded.update({RAW_PREFIX + name: sha256_bytes(content) for name, content in raw_files.items()})
     progress(0.8, "Recording the release in the budget ledger")
-    entry = ledger.record(release, fingerprint, hashes, override=override_cap, override_name=override_name)
-    release.report["ledger"] = {"entry": entry.id, "entry_hash": entry.hash, "ledger": ledger.ledger_id()}
+    entry = ledger.record(release, fingerprint, recorded, override=override_cap, override_name=override_name)
+    _refer_to_entry(release, ledger, entry, dataset)
     if "json" in formats:
         files.update(render_release(release, ["json"], data_hashes=hashes))
     return release, files
@@ -557,16 +627,24 @@ def _write_internal(contents: dict[str, bytes], release, internal_dir) -> list[P
     return written
 
 
+class Written(list):
+    """The paths an export wrote, with the release they belong to (``.release``)."""
+
+    release = None
+
+
 def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *, dataset: str | None = None,
                      items: DomainDeclaration | None = None, force: bool = False, formats=("csv", "json"),
                      reports=(), internal_report: bool = False, internal_dir=None, chosen_how: str | None = None,
+                     observed: str | None = None, raw: bool = False,
                      override_cap: bool = False, override_name: bool = False,
                      pdf_writer: Callable[[str], bytes] | None = None, ledger=None, comparison=None,
                      progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> list[Path]:
     """Release with secure randomness, record it in the ledger and write the files (module notes).
 
     ``data`` may be the data itself, or a function that reads it — called only after every
-    check on declared inputs has passed (so a refusal never depends on the data).
+    check on declared inputs has passed (so a refusal never depends on the data). Returns the
+    paths written (a :class:`Written` list: ``.release`` is the release as published).
     """
     from .privacy.ledger import Ledger
 
@@ -588,16 +666,25 @@ def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *,
             loaded = data()  # as it is: the domain is applied after, so the fingerprint is of the whole file
         release, files = secure_release(loaded, mechanism_id, epsilon, params, dataset=dataset, items=items,
                                         domain=None if items is None else declared.domain, chosen_how=chosen_how,
-                                        override_cap=override_cap, override_name=override_name, ledger=ledger,
-                                        formats=formats, progress=progress, cancel=cancel)
-        return export_release(release, loaded, out_dir, formats=formats, reports=reports,
-                              internal_report=internal_report, internal_dir=internal_dir, pdf_writer=pdf_writer,
-                              comparison=comparison, files=files, target=target, progress=progress)
+                                        observed=observed, raw=raw, override_cap=override_cap,
+                                        override_name=override_name, ledger=ledger, formats=formats,
+                                        progress=progress, cancel=cancel)
+        written = Written(export_release(release, loaded, out_dir, formats=formats, reports=reports,
+                                         internal_report=internal_report, internal_dir=internal_dir,
+                                         pdf_writer=pdf_writer, comparison=comparison, files=files, target=target,
+                                         progress=progress))
+        written.release = release
+        return written
 
 
-def reexport(entry_id: int, out_dir, *, formats=("csv", "json"), reports=(), force: bool = False,
+def reexport(entry_id: int, out_dir, *, formats=("csv", "json"), reports=(), force: bool = False, raw: bool = False,
              pdf_writer: Callable[[str], bytes] | None = None, ledger=None) -> list[Path]:
-    """Write the files of a recorded release again, from its ledger entry (no new noise)."""
+    """Write the files of a recorded release again, from its ledger entry (no new noise).
+
+    ``raw``: the raw values of a release published as whole numbers (the ledger keeps them;
+    the same noise, so no budget). Either way the data files are checked against the hashes
+    the entry recorded for that form.
+    """
     from .mechanisms.base import Release
     from .privacy.ledger import Ledger
 
@@ -607,11 +694,17 @@ def reexport(entry_id: int, out_dir, *, formats=("csv", "json"), reports=(), for
     if entry.kind != "release" or record is None:
         raise ParameterError(f"Ledger entry #{entry_id} is a {entry.kind} entry, not a release with values to export.")
     release = Release.from_record(record)
-    release.report["ledger"] = {"entry": entry.id, "entry_hash": entry.hash, "ledger": ledger.ledger_id()}
+    prefix = ""
+    if raw and release.unrounded is not None:
+        release, prefix = unrounded_release(release), RAW_PREFIX
+    _refer_to_entry(release, ledger, entry, entry.dataset)
     files = render_release(release, list(formats))
-    for name, digest in entry.files.items():
-        if name in files and sha256_bytes(files[name]) != digest:
+    for name, content in files.items():
+        digest = entry.files.get(prefix + name)
+        if digest is not None and sha256_bytes(content) != digest:
             raise ExportError(f"Re-rendering entry #{entry_id} gives a {name} different from the one recorded "
                               "(a different dpdesk version?); nothing was written.")
-    return export_release(release, None, out_dir, formats=formats, reports=reports, force=force,
-                          pdf_writer=pdf_writer, files=files)
+    written = Written(export_release(release, None, out_dir, formats=formats, reports=reports, force=force,
+                                     pdf_writer=pdf_writer, files=files))
+    written.release = release
+    return written

@@ -92,7 +92,8 @@ from dpdesk.paths import resources_dir, sample_path
 venv, work = Path(sys.argv[1]).resolve(), Path(sys.argv[2])
 for what, path in [("dpdesk", Path(dpdesk.__file__)), ("the sample", sample_path()),
                    ("the report stylesheet", resources_dir() / "report" / "report.css"),
-                   ("the icon", resources_dir() / "icons" / "dpdesk-256.png")]:
+                   ("the icon", resources_dir() / "icons" / "dpdesk-256.png"),
+                   ("the recommendation rule", resources_dir() / "recommend" / "rule.json")]:
     assert path.is_file() and path.resolve().is_relative_to(venv), f"{what} is not from the virtual environment: {path}"
 figures = json.loads((work / "inspect.json").read_text())
 assert (figures["rows"], figures["columns"]) == (9835, 169), figures
@@ -102,7 +103,7 @@ assert release["epsilon"] == 0.69 and release["mode"] == "release", release
 assert len(release["values"]) == figures["columns"], len(release["values"])
 with open(out / "release.csv", newline="", encoding="utf-8") as f:
     rows = list(csv.reader(f))
-assert rows[0] == ["item", "noisy_count"] and len(rows) == figures["columns"] + 1, rows[:2]
+assert rows[0] == ["item", "noisy_count", "margin95"] and len(rows) == figures["columns"] + 1, rows[:2]
 assert pq.read_table(out / "release.parquet").num_rows == figures["columns"]
 assert (out / "privacy-report.pdf").read_bytes().startswith(b"%PDF")
 assert "ε" in (out / "privacy-report.html").read_text(encoding="utf-8")

@@ -1,12 +1,15 @@
-"""Capture the app's pages, the wizard's steps and the export dialog as PNG (docs/screenshots/).
+"""Capture the app's pages, the wizard's steps, the export dialog and the public report as PNG (docs/screenshots/).
 
 Run under a virtual screen:  bash scripts/screenshots.sh   (uses xvfb-run; QT_QPA_PLATFORM=xcb)
-Uses a temporary DPDESK_HOME so the real budget ledger is never touched.
+Uses a temporary DPDESK_HOME so the real budget ledger is never touched. The public report's
+first page is rendered from the exported PDF with poppler's pdftoppm (-r 60).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -53,6 +56,17 @@ def shoot(widget, name: str, whole_screen: bool = False) -> None:
     else:
         widget.grab().save(str(path))
     print(path)
+
+
+def report_first_page(pdf: Path, name: str) -> None:
+    """The public report's first page as PNG, as a reader sees it (pdftoppm, 60 dpi)."""
+    if shutil.which("pdftoppm") is None:
+        print("pdftoppm (poppler-utils) is missing: the report's first page is not captured", file=sys.stderr)
+        return
+    target = OUT / name
+    subprocess.run(["pdftoppm", "-r", "60", "-f", "1", "-l", "1", "-singlefile", "-png", str(pdf), str(target)],
+                   check=True)
+    print(target.with_suffix(".png"))
 
 
 def main() -> None:
@@ -115,8 +129,9 @@ def main() -> None:
     dialog.show()
     shoot(dialog, "13-export-dialog")
     dialog.start()
-    wait_for(lambda: bool(dialog.written))
+    wait_for(lambda: bool(dialog.written) and not dialog.task.running)
     shoot(dialog, "14-export-done")
+    report_first_page(dialog.report_path().with_suffix(".pdf"), "15-report-first-page")
     dialog.close()
     window.state.dirty = False
     window.close()

@@ -33,7 +33,7 @@ def test_release_round_trip(tmp_path, data_dir, dpdesk_home):
                  "--items", "from-data", "--items-are-public", "--out", out)
     assert result.returncode == 0, result.stderr
     table = pd.read_csv(out / "release.csv", dtype={"item": str})
-    assert list(table.columns) == ["item", "noisy_count"] and len(table) == 75
+    assert list(table.columns) == ["item", "noisy_count", "margin95"] and len(table) == 75
     truth = dpdesk.load(data_dir / "chess.dat.gz").column_counts
     errors = (table["noisy_count"].to_numpy() - truth)
     assert 0 < abs(errors).mean() < 5 * 37 / 0.69  # noisy, at the expected scale

@@ -497,6 +497,7 @@ def test_the_wheelhouse_check_host_is_dpdesks_own(wheelhouse):
 # --- the standalone bundle (slow: a PyInstaller build takes minutes) -----------------------
 
 @pytest.mark.slow
+@pytest.mark.timeout(3900)  # the PyInstaller build alone may take its hour
 def test_the_bundle_runs_without_python(tmp_path):
     build = subprocess.run(["bash", str(PACKAGING / "build-bundle.sh")], env=packaging_env(),
                            capture_output=True, text=True, timeout=3600)

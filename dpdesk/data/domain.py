@@ -384,6 +384,8 @@ def project(data, domain: ItemDomain):
     """
     from .dataset import Dataset
 
+    if getattr(data, "engine", None) is not None:
+        return data.project(domain)  # data held by an engine: projected there (dpdesk.engine.dataset)
     labels = np.asarray(data.item_labels, dtype=object)
     if labels.size == domain.labels.size and np.array_equal(labels, domain.labels):
         projected = Dataset(data.matrix, labels, name=data.name, source=data.source)
@@ -470,7 +472,7 @@ def discover_items(data, epsilon: float, delta: float, bound: int, source) -> It
     """Items listed by private discovery (see :func:`discovery_threshold`), in the data's order."""
     from ..privacy.bounding import bounded_counts, prepare_bound
 
-    counts = bounded_counts(data.matrix, prepare_bound(data.matrix, bound), source)
+    counts = bounded_counts(data, prepare_bound(data, bound), source)
     listed, achieved, tau = discover_labels(counts, epsilon, delta, bound, source)
     labels = np.asarray(data.item_labels, dtype=object)[listed]
     return ItemDomain(labels, HOW_DISCOVERED, f"noisy threshold {tau}, at most {bound} items per person",

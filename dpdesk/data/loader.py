@@ -51,8 +51,24 @@ def _delimiter(option, sniffed_delimiter):
 
 
 def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
-         cancel: CancelToken | None = None, **options) -> Dataset | CellCounts:
-    """Read ``path`` (see the module documentation for formats and options)."""
+         cancel: CancelToken | None = None, engine: str = "auto", spark_master: str | None = None,
+         **options) -> Dataset | CellCounts:
+    """Read ``path`` (see the module documentation for formats and options).
+
+    ``engine``: ``memory`` (the matrix in memory), ``duckdb`` or ``spark`` (the data stays
+    in an analytical engine, :mod:`dpdesk.engine`), or ``auto``: files larger than
+    ``dpdesk.engine.AUTO_ENGINE_BYTES`` go to DuckDB when it reads their layout.
+    """
+    from ..engine import EngineUnsupported, choose_engine, scan
+
+    chosen = choose_engine(engine, open_source(Path(path)).estimated_size if engine in (None, "", "auto") else 0)
+    if chosen != "memory":
+        try:
+            return scan(path, format, engine=chosen, spark_master=spark_master, progress=progress, cancel=cancel,
+                        **options)
+        except EngineUnsupported:
+            if engine not in (None, "", "auto"):
+                raise
     progress = progress or no_progress
     unknown = set(options) - OPTION_NAMES
     if unknown:

@@ -1,7 +1,9 @@
 """The comparison runner: mechanisms × ε grid × repeats, prepared once, released many times.
 
 Runs in exploration mode (seeded, reproducible) and reads the true data: every number it
-produces is internal. Progress goes to ``progress(fraction, message)``, each finished run
+produces is internal. Each run is published as a release would be
+(:func:`dpdesk.mechanisms.publish.publish`: whole numbers ≥ 0 unless ``raw``), so the errors
+measured are those of what would be published. Progress goes to ``progress(fraction, message)``, each finished run
 to ``on_result(row)`` (the GUI streams them into its plots), and ``cancel`` is checked
 between runs, so a cancel takes effect within one run.
 """
@@ -19,6 +21,7 @@ from scipy import stats
 
 from .. import api
 from ..errors import ParameterError
+from ..mechanisms.publish import publish
 from ..privacy.budget import check_epsilon
 from ..tasks import CancelToken, ProgressFn, no_progress
 from .metrics import evaluate
@@ -66,7 +69,7 @@ def summarize(results: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
 
 def run_comparison(data, entries: list[Entry], epsilons: list[float], repeats: int, *, seed: int | None = None,
                    progress: ProgressFn | None = None, cancel: CancelToken | None = None,
-                   on_result=None, **metric_options) -> Comparison:
+                   on_result=None, raw: bool = False, **metric_options) -> Comparison:
     progress = progress or no_progress
     if not entries:
         raise ParameterError("Choose at least one mechanism to compare.")
@@ -101,7 +104,8 @@ def run_comparison(data, entries: list[Entry], epsilons: list[float], repeats: i
 
                 source = SeededRandom(generator, seed=seed)
                 started = time.perf_counter()
-                release = mechanism.run(data, prepared, epsilon, params, source)
+                release = publish(mechanism.run(data, prepared, epsilon, params, source), raw=raw,
+                                  mechanism=mechanism)
                 seconds = time.perf_counter() - started
                 metrics = evaluate(data, release, **metric_options)
                 row = {"label": entry.label, "mechanism": entry.mechanism, "epsilon": epsilon, "repeat": r,

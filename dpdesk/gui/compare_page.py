@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
@@ -260,6 +261,12 @@ class ComparePage(QWidget):
         self.repeats.setValue(int(settings.get("repeats", 10)))
         self.seed.setValue(int(settings.get("seed", 1)))
 
+    def standin_description(self) -> str:
+        """What the stand-in is, in a few words (for the report's "how it was chosen")."""
+        if self.on_synthetic.isChecked():
+            return "synthetic data made from declared facts"
+        return f"the public file {Path(self.public_file.text().strip()).name}"
+
     def comparison_data(self):
         """The dataset to compare on: the true data or a stand-in that holds none of it."""
         data = self.state.dataset
@@ -308,6 +315,7 @@ class ComparePage(QWidget):
         self.error_panel.clear()
         self.running_data = data
         self.running_standin = on_standin
+        self.running_what = self.standin_description() if on_standin else ""
         self.task = Task(run_comparison, data, entries, epsilons, self.repeats.value(), seed=self.seed.value(),
                          k=self.k.value(), partial=True, parent=self)
         self.task.partial.connect(self._row)
@@ -372,7 +380,7 @@ class ComparePage(QWidget):
         what = "a stand-in" if self.running_standin else "the true data"
         self.status.setText(f"{'Cancelled after' if comparison.cancelled else 'Finished'} "
                             f"{len(comparison.results)} runs in {elapsed:.1f} s on {what} (seed {comparison.seed}).")
-        self.state.set_comparison(comparison, self.running_data, self.running_standin)
+        self.state.set_comparison(comparison, self.running_data, self.running_standin, standin=self.running_what)
 
     # -- drawing -------------------------------------------------------------------------
     def _fill_metrics(self, keys: list[str]) -> None:

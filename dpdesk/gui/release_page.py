@@ -7,25 +7,27 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, QUrl
+from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog,
                                QFormLayout, QGroupBox, QHBoxLayout, QInputDialog, QLabel, QLineEdit, QMessageBox,
-                               QProgressBar,
-                               QPushButton, QSplitter, QTableView, QVBoxLayout, QWidget)
+                               QProgressBar, QPushButton, QScrollArea, QSizePolicy, QSplitter, QTableView,
+                               QVBoxLayout, QWidget)
 
 from .. import mechanisms as registry
 from ..errors import DpdeskError, ParameterError
 from ..evaluation.planner import odds_after
 from ..privacy.ledger import Ledger
-from ..workflow import DEFAULT_CHOSEN, INTERNAL_REPORT_FILE, export_release, internal_reports_dir, secure_release
+from ..workflow import (CHOSEN_ON_STANDIN, CHOSEN_ON_TRUE_DATA, DEFAULT_CHOSEN, INTERNAL_REPORT_FILE, REPORT_FILES,
+                        export_release, internal_reports_dir, observed_choice, secure_release, stated_default)
 from .state import AppState
 from .widgets import Banner, explanation, heading, show_error
 from .workers import Task
 
 CHOICES = [
     DEFAULT_CHOSEN,
-    "chosen after comparing mechanisms on stand-in data (no true data used)",
-    "chosen after comparing mechanisms on the true data (this choice used the data)",
+    CHOSEN_ON_STANDIN,
+    CHOSEN_ON_TRUE_DATA,
     "set by the organisation's policy",
 ]
 
@@ -89,11 +91,25 @@ class ReleasePage(QWidget):
         self.chosen.addItems(CHOICES)
         self.chosen.setAccessibleName("How the mechanism was chosen (goes into the public report)")
         self.chosen.setToolTip("Stated in the public report. Choosing by the true-data comparison is a use of the "
-                               "data; say so honestly.")
+                               "data; say so honestly. The report also says what dpdesk observed.")
+        self.observed = explanation("")
+        self.observed.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Maximum)
+        self.observed.setAccessibleName("What dpdesk observed about the comparisons (goes into the public report)")
+        self.raw = QCheckBox("Publish raw values instead of whole numbers")
+        self.raw.setToolTip("By default the counts are published as whole numbers ≥ 0 (rounding costs no privacy). "
+                            "Raw values are unbiased but may be fractional or below 0: for analysts who add many "
+                            "of them up. The report says which was published.")
+        self.raw.setAccessibleName("Publish the mechanism's raw values instead of whole numbers of at least 0")
         form.addRow("Mechanism:", self.mechanism)
         form.addRow("ε:", self.epsilon)
         form.addRow("Settings:", self.params)
-        form.addRow("How it was chosen:", self.chosen)
+        form.addRow("Published as:", self.raw)
+        chosen = QVBoxLayout()
+        chosen.setContentsMargins(0, 0, 0, 0)
+        chosen.setSpacing(2)
+        chosen.addWidget(self.chosen)
+        chosen.addWidget(self.observed)
+        form.addRow("How it was chosen:", chosen)
         publication = QHBoxLayout()
         self.publication = QLabel("")
         self.publication.setWordWrap(True)
@@ -172,8 +188,35 @@ class ReleasePage(QWidget):
         state.dataset_changed.connect(self.rebuild)
         state.epsilon_changed.connect(lambda e: self.epsilon.setValue(e))
         state.release_changed.connect(self._show_release)
+        state.comparison_changed.connect(self.update_choice)
+        state.dataset_changed.connect(self._forget_choice)
+        self._choice_edited = False
+        self._setting_choice = False
+        self.chosen.currentTextChanged.connect(self._choice_changed)
         self.epsilon.setValue(state.epsilon)
         self.rebuild()
+        self.update_choice()
+
+    # -- how the mechanism was chosen ------------------------------------------------------
+    def _choice_changed(self, text: str) -> None:
+        if not self._setting_choice:
+            self._choice_edited = True  # the steward's own words: a new comparison does not replace them
+
+    def _forget_choice(self) -> None:
+        self._choice_edited = False
+        self.update_choice()
+
+    def update_choice(self) -> None:
+        """Propose the statement that matches what dpdesk observed, unless the steward has chosen their own."""
+        runs = self.state.comparison_runs
+        self.observed.setText("dpdesk observed: " + observed_choice(runs) + ". The report gives both.")
+        if self._choice_edited:
+            return
+        self._setting_choice = True
+        try:
+            self.chosen.setCurrentIndex(max(self.chosen.findText(stated_default(runs)), 0))
+        finally:
+            self._setting_choice = False
 
     # -- choices -------------------------------------------------------------------------
     def rebuild(self) -> None:
@@ -289,11 +332,13 @@ class ReleasePage(QWidget):
                             f"This spends ε = {epsilon:.4g} for good: the total for {name} becomes "
                             f"<b>{status.spent + epsilon:.4g}</b> ({cap})."):
             return
-        chosen = self.chosen.currentText().strip() or DEFAULT_CHOSEN
+        chosen = self.chosen.currentText().strip() or stated_default(self.state.comparison_runs)
+        raw = self.raw.isChecked()
         self.state.release_choice = {"mechanism": mechanism_id, "epsilon": epsilon, "params": params,
-                                     "chosen_how": chosen}
+                                     "chosen_how": chosen, "raw": raw}
         self.task = Task(secure_release, data, mechanism_id, epsilon, params, dataset=name,
                          items=self.state.domain_declaration, chosen_how=chosen,
+                         observed=observed_choice(self.state.comparison_runs), raw=raw,
                          override_cap=self.override.isChecked(), parent=self)
         self.task.progress.connect(lambda f, m: (self.progress.setValue(int(f * 1000)), self.status.setText(m)))
         self.task.succeeded.connect(self._released)
@@ -323,24 +368,32 @@ class ReleasePage(QWidget):
             self.table.setModel(None)
             return
         entry = (release.report.get("ledger") or {}).get("entry")
+        published = (release.report.get("publication") or {}).get("form", "")
         self.status.setText(f"Released with {release.mechanism} at ε = {release.epsilon:.4g} "
-                            f"({release.randomness}); recorded in the ledger as entry #{entry}. "
-                            "Check the preview, then export.")
+                            f"({release.randomness}); recorded in the ledger as entry #{entry}"
+                            + (f"; published as {published}, each with its margin of error" if published else "")
+                            + ". Check the preview, then export.")
+        margins = [release.margin95] if release.margin95 is not None else []
+        margin_header = ["± margin (95%)"] if margins else []
         if release.values is not None:
             values = np.asarray(release.values, dtype=float)
-            model = ArrayModel(release.labels, [values], ["item", "released count"])
+            model = ArrayModel(release.labels, [values, *margins], ["item", "released count", *margin_header])
         else:
             cells = release.cells
             labels = cells.info.get("labels") or [str(i) for i in cells.indices]
-            columns = [cells.values] + ([cells.weights] if cells.weights is not None else [])
+            columns = [cells.values] + ([cells.weights] if cells.weights is not None else []) + margins
             model = ArrayModel(labels, columns, ["cell", "released value"] + (["weight"] if cells.weights is not None
-                                                                              else []))
+                                                                              else []) + margin_header)
             values = np.asarray(cells.values, dtype=float)
         proxy = QSortFilterProxyModel(self)
         proxy.setSourceModel(model)
         proxy.setSortRole(Qt.UserRole)
         self.table.setModel(proxy)
         self.table.resizeColumnsToContents()
+        # wide enough for every column (label, value, margin, weight) without scrolling sideways
+        header = self.table.horizontalHeader()
+        needed = sum(header.sectionSize(i) for i in range(header.count())) + self.table.verticalHeader().width()
+        self.table.setMinimumWidth(min(needed + self.table.verticalScrollBar().sizeHint().width() + 8, 640))
         if values.size:
             # the bulk of the values: a few very large counts would squeeze everything into one bar
             low, high = np.percentile(values, [0.5, 99.5]) if values.size > 200 else (values.min(), values.max())
@@ -373,9 +426,8 @@ class ExportDialog(QDialog):
         self.task: Task | None = None
         self.written: list[Path] = []
         self.setWindowTitle("Export the release")
-        self.setMinimumWidth(640)
+        self.setMinimumWidth(720)  # wide enough for a folder path; the notes wrap to it
         layout = QVBoxLayout(self)
-        layout.setSizeConstraint(QVBoxLayout.SetMinimumSize)  # grow to show every line, never clip
         row = QHBoxLayout()
         self.folder = QLineEdit(str(Path.home() / f"{state.dataset.name}-release"))
         self.folder.setAccessibleName("Destination folder")
@@ -384,6 +436,15 @@ class ExportDialog(QDialog):
         row.addWidget(self.folder, 1)
         row.addWidget(browse)
         layout.addLayout(row)
+        # the choices scroll when the screen is short, so no line of them is ever squeezed out of sight
+        options = QWidget()
+        options_layout = QVBoxLayout(options)
+        options_layout.setContentsMargins(0, 0, 0, 0)
+        choices = QScrollArea()
+        choices.setWidgetResizable(True)
+        choices.setFrameShape(QScrollArea.NoFrame)
+        choices.setWidget(options)
+        layout.addWidget(choices, 1)
         files = QGroupBox("Release files (public: the noisy counts and the public metadata)")
         files_layout = QVBoxLayout(files)
         self.csv = QCheckBox("CSV — release.csv")
@@ -391,13 +452,14 @@ class ExportDialog(QDialog):
         self.json = QCheckBox("JSON — release.json")
         self.csv.setChecked(True)
         self.json.setChecked(True)
-        for box, text in ((self.csv, "one line per item (or cell) with its noisy value, for spreadsheets"),
+        for box, text in ((self.csv, "one line per item (or cell) with its published value and its margin of "
+                                     "error, for spreadsheets"),
                           (self.parquet, "the same table, for analysis tools"),
-                          (self.json, "the noisy values with the public metadata: mechanism, ε and its split, "
-                                      "parameters, software version")):
+                          (self.json, "the same values with the public metadata: mechanism, ε and its split, "
+                                      "parameters, what each column means, software version")):
             files_layout.addWidget(box)
             files_layout.addWidget(_note(text))
-        layout.addWidget(files)
+        options_layout.addWidget(files)
         reports = QGroupBox("Privacy report (public: contains no value computed from the true data)")
         reports_layout = QVBoxLayout(reports)
         self.html = QCheckBox("HTML — privacy-report.html")
@@ -409,7 +471,7 @@ class ExportDialog(QDialog):
                           (self.pdf, "the same report, for printing and archiving")):
             reports_layout.addWidget(box)
             reports_layout.addWidget(_note(text))
-        layout.addWidget(reports)
+        options_layout.addWidget(reports)
         internal = QGroupBox("Internal report (NOT for publication)")
         internal_layout = QVBoxLayout(internal)
         self.internal = QCheckBox(INTERNAL_REPORT_FILE)
@@ -417,12 +479,37 @@ class ExportDialog(QDialog):
         internal_layout.addWidget(_note("true-data summary, truncation counts, realised errors and the comparison "
                                         f"results — saved in dpdesk's own folder ({internal_reports_dir()}), never "
                                         "in the export folder; keep it inside your organisation (also as PDF when the PDF report is ticked)"))
-        layout.addWidget(internal)
+        options_layout.addWidget(internal)
         self.overwrite = QCheckBox("Replace files that already exist in this folder")
-        layout.addWidget(self.overwrite)
+        options_layout.addWidget(self.overwrite)
+        options_layout.addStretch(1)
         self.message = Banner("", "info")
         self.message.setVisible(False)
         layout.addWidget(self.message)
+        self.written_box = QGroupBox("Written")
+        written_layout = QVBoxLayout(self.written_box)
+        self.files_list = QLabel("")
+        self.files_list.setWordWrap(True)
+        self.files_list.setAlignment(Qt.AlignLeft | Qt.AlignTop)
+        self.files_list.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.files_list.setAccessibleName("The files that were written, with their full paths")
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.files_list)
+        scroll.setMinimumHeight(96)
+        scroll.setMaximumHeight(200)  # a long list scrolls instead of growing the dialog off the screen
+        written_layout.addWidget(scroll)
+        open_row = QHBoxLayout()
+        self.open_folder_button = QPushButton("Open folder")
+        self.open_folder_button.setAccessibleName("Open the export folder in the file manager")
+        self.open_report_button = QPushButton("Open report")
+        self.open_report_button.setAccessibleName("Open the public privacy report")
+        open_row.addWidget(self.open_folder_button)
+        open_row.addWidget(self.open_report_button)
+        open_row.addStretch(1)
+        written_layout.addLayout(open_row)
+        self.written_box.setVisible(False)
+        layout.addWidget(self.written_box)
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
         self.progress.setVisible(False)
@@ -432,10 +519,15 @@ class ExportDialog(QDialog):
         self.export_button.setDefault(True)
         layout.addWidget(self.buttons)
         browse.clicked.connect(self._browse)
+        self.open_folder_button.clicked.connect(self.open_folder)
+        self.open_report_button.clicked.connect(self.open_report)
         self.export_button.clicked.connect(self.start)
         self.buttons.rejected.connect(self.reject)
         for box in (self.csv, self.parquet, self.json, self.html, self.pdf, self.internal):
             box.setAccessibleName(box.text())
+        screen = self.screen().availableGeometry() if self.screen() is not None else None
+        tallest = int(screen.height() * 0.92) if screen is not None else 900
+        self.resize(760, min(max(options.sizeHint().height() + 220, 560), tallest))
 
     def _browse(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Choose the destination folder", self.folder.text())
@@ -466,7 +558,35 @@ class ExportDialog(QDialog):
 
     def _done(self, paths) -> None:
         self.written = list(paths)
+        folder = self.public_folder()
         self.message.set_kind("ok")
-        self.message.setText("Written:<br>" + "<br>".join(str(p) for p in self.written))
+        self.message.setText(f"Exported {len(self.written)} files. The public files are in {folder}; the internal "
+                             "report (if any) stays in dpdesk's own folder." if folder else "Exported.")
         self.message.setVisible(True)
+        self.files_list.setText("\n".join(str(p) for p in self.written))
+        self.open_report_button.setEnabled(self.report_path() is not None)
+        self.written_box.setVisible(True)
         self.progress.setValue(1000)
+
+    def public_folder(self) -> Path | None:
+        """The export folder (where the public files went)."""
+        public = [p for p in self.written if p.name.startswith("release.") or p.name in REPORT_FILES.values()]
+        return public[0].parent if public else None
+
+    def report_path(self) -> Path | None:
+        """The public report written: the PDF when there is one, else the HTML."""
+        for name in (REPORT_FILES["pdf"], REPORT_FILES["html"]):
+            for path in self.written:
+                if path.name == name:
+                    return path
+        return None
+
+    def open_folder(self) -> None:
+        folder = self.public_folder()
+        if folder is not None:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
+
+    def open_report(self) -> None:
+        path = self.report_path()
+        if path is not None:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))

@@ -45,6 +45,9 @@ class AppState(QObject):
         self.comparison = None
         self.comparison_dataset = None  # the data the comparison ran on (true data or a stand-in)
         self.comparison_on_standin = False
+        # every comparison run on this dataset (what dpdesk observed, for the report's "how it was chosen")
+        self.comparison_runs: list[dict] = []
+        self._runs_from_project = False
         self.release = None
         self.release_files: dict = {}
         self.release_choice: dict = {}
@@ -60,6 +63,9 @@ class AppState(QObject):
         self.domain_declaration = declaration
         self.comparison = None
         self.comparison_dataset = None
+        if not self._runs_from_project:  # a project opened with its data keeps the comparisons it recorded
+            self.comparison_runs = []
+        self._runs_from_project = False
         self.release = None
         self.release_files = {}
         kind = dataset.kind
@@ -112,10 +118,19 @@ class AppState(QObject):
             self.epsilon_changed.emit(self.epsilon)
 
     # -- results -----------------------------------------------------------------------
-    def set_comparison(self, comparison, dataset, on_standin: bool) -> None:
+    def set_comparison(self, comparison, dataset, on_standin: bool, standin: str = "") -> None:
+        """A finished (or cancelled) comparison; ``standin`` says what the stand-in was."""
+        from ..workflow import comparison_run
+
         self.comparison = comparison
         self.comparison_dataset = dataset
         self.comparison_on_standin = on_standin
+        results = getattr(comparison, "results", None)
+        if results is not None and len(results):  # a run that showed something
+            self.comparison_runs.append(comparison_run(
+                list(dict.fromkeys(results["mechanism"])), sorted(set(results["epsilon"])),
+                on_true_data=not on_standin, standin=standin))
+            self.dirty = True
         self.comparison_changed.emit()
 
     def set_publication(self, name: str, declaration) -> None:
@@ -143,6 +158,7 @@ class AppState(QObject):
         compare = dict(self.compare_settings)
         compare["epsilon"] = self.epsilon
         compare["bound"] = self.bound
+        compare["runs"] = list(self.comparison_runs)  # read by `dpdesk release --project` for the report
         release = dict(self.release_choice)
         if self.dataset_name:
             release["dataset"] = self.dataset_name
@@ -162,6 +178,8 @@ class AppState(QObject):
         bound = compare.pop("bound", None)
         self.bound = int(bound) if bound is not None else None
         self.compare_settings.update({k: v for k, v in compare.items() if k in ("epsilons", "repeats", "seed")})
+        self.comparison_runs = list(compare.get("runs") or [])
+        self._runs_from_project = True
         self.release_choice = dict(project.release)
         self.dataset_name = str(project.release.get("dataset") or "")
         self.domain_declaration = project.items_declaration()

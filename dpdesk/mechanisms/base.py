@@ -46,6 +46,8 @@ class Param:
     required: bool = False
     log: bool = False
     advanced: bool = False
+    #: changes only what is computed for the plots, never what is published: left out of the public report
+    plots_only: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -106,6 +108,7 @@ class Param:
             "help": self.help, "minimum": self.minimum, "maximum": self.maximum,
             "choices": list(self.choices), "unit": self.unit, "reference": self.reference,
             "required": self.required, "log_scale": self.log, "advanced": self.advanced,
+            "plots_only": self.plots_only,
         }
 
 
@@ -176,6 +179,16 @@ class Release:
     #: the data the mechanism ran on (after projection onto the declared domain), kept in
     #: memory for the internal report; never serialised or published
     data: object = field(default=None, repr=False, compare=False)
+    #: set by the mechanism: the 95% half-width of the noise on each value it returns (one
+    #: number, or one per value or cell), from public inputs only (ε, declared settings, scales
+    #: and sizes the release publishes anyway); :mod:`dpdesk.mechanisms.publish` turns it into
+    #: the published ``margin95`` column
+    noise_margin: object = field(default=None, repr=False, compare=False)
+    #: the published margins of error, one per published value (set by ``publish``)
+    margin95: np.ndarray | None = None
+    #: after ``publish`` with whole numbers: the mechanism's own (unbiased) values, their cells
+    #: and margins, kept so that ``dpdesk export --entry N --raw`` can write them without new noise
+    unrounded: dict | None = None
 
     @property
     def epsilon_spent(self) -> float:
@@ -200,16 +213,23 @@ class Release:
             "budget": [{"name": s.name, "epsilon": s.epsilon, "description": s.description, "delta": s.delta}
                        for s in self.budget.steps],
             "randomness": self.randomness, "dataset_name": self.dataset_name, "created": self.created,
-            "report": {k: v for k, v in self.report.items() if k != "ledger"},
+            # what the ledger entry itself adds (its reference, the dataset's total) comes after the record
+            "report": {k: v for k, v in self.report.items() if k not in ("ledger", "dataset_budget")},
         }
         if self.values is not None:
             record["values"] = np.asarray(self.values).tolist()
             record["labels"] = [str(x) for x in self.labels]
         if self.cells is not None:
-            record["cells"] = {"indices": self.cells.indices.tolist(), "values": np.asarray(self.cells.values).tolist(),
-                               "weights": None if self.cells.weights is None else
-                               np.asarray(self.cells.weights).tolist(),
-                               "info": self.cells.info}
+            record["cells"] = _cells_record(self.cells)
+        if self.margin95 is not None:
+            record["margin95"] = np.asarray(self.margin95).tolist()
+        if self.unrounded is not None:
+            unrounded = {"margin95": np.asarray(self.unrounded["margin95"]).tolist()}
+            if self.unrounded.get("values") is not None:
+                unrounded["values"] = np.asarray(self.unrounded["values"]).tolist()
+            if self.unrounded.get("cells") is not None:
+                unrounded["cells"] = _cells_record(self.unrounded["cells"])
+            record["unrounded"] = unrounded
         return json.loads(json.dumps(record, default=_plain_json))
 
     @classmethod
@@ -223,17 +243,35 @@ class Release:
                       dataset_name=record.get("dataset_name", ""), created=record.get("created", ""),
                       report=dict(record.get("report", {})))
         if "values" in record:
-            values = np.asarray(record["values"])
-            release.values = values.astype(np.int64) if values.dtype.kind in "iu" else values.astype(np.float64)
+            release.values = _numbers(record["values"])
             release.labels = np.array(record["labels"], dtype=object)
         if "cells" in record:
-            cells = record["cells"]
-            values = np.asarray(cells["values"])
-            release.cells = CellSummary(np.asarray(cells["indices"], dtype=np.int64),
-                                        values.astype(np.int64) if values.dtype.kind in "iu" else values.astype(float),
-                                        None if cells["weights"] is None else np.asarray(cells["weights"], dtype=float),
-                                        dict(cells.get("info") or {}))
+            release.cells = _cells_from_record(record["cells"])
+        if "margin95" in record:  # absent in entries recorded before margins were published
+            release.margin95 = _numbers(record["margin95"])
+        if "unrounded" in record:
+            unrounded = record["unrounded"]
+            release.unrounded = {"margin95": _numbers(unrounded["margin95"]),
+                                 "values": _numbers(unrounded["values"]) if "values" in unrounded else None,
+                                 "cells": _cells_from_record(unrounded["cells"]) if "cells" in unrounded else None}
         return release
+
+
+def _numbers(values) -> np.ndarray:
+    """A JSON list of numbers as int64 when all are whole (as written), else float64."""
+    array = np.asarray(values)
+    return array.astype(np.int64) if array.dtype.kind in "iu" else array.astype(np.float64)
+
+
+def _cells_record(cells: "CellSummary") -> dict:
+    return {"indices": cells.indices.tolist(), "values": np.asarray(cells.values).tolist(),
+            "weights": None if cells.weights is None else np.asarray(cells.weights).tolist(), "info": cells.info}
+
+
+def _cells_from_record(cells: dict) -> "CellSummary":
+    return CellSummary(np.asarray(cells["indices"], dtype=np.int64), _numbers(cells["values"]),
+                       None if cells["weights"] is None else np.asarray(cells["weights"], dtype=float),
+                       dict(cells.get("info") or {}))
 
 
 def _plain_json(value):
@@ -356,6 +394,34 @@ class Mechanism:
         """Plain-language notes for the public report (post-processing, assumptions)."""
         return ()
 
+    # -- publication (dpdesk.mechanisms.publish) ---------------------------------------
+    #: whether what each value estimates without noise is a whole number (a count, not an
+    #: average): then rounding the value to a whole number adds nothing to its margin of error
+    estimates_whole_numbers: bool = True
+
+    def whole_values(self, values: np.ndarray) -> np.ndarray:
+        """The values as published whole numbers ≥ 0: rounded half up, negatives set to 0.
+
+        Post-processing. Each value is rounded on its own, so values that are equal (a GS
+        group's shared average, ALPA's one average) stay equal.
+        """
+        return np.maximum(np.floor(np.asarray(values, dtype=np.float64) + 0.5), 0.0)
+
+    def whole_cells(self, cells: CellSummary) -> CellSummary:
+        """A cell summary as published whole numbers (see the sparse mechanisms)."""
+        return cells
+
+    def publication_notes(self, params: dict, whole: bool) -> tuple[str, ...]:
+        """Sentences on how the published figures hang together (e.g. a group's shared value)."""
+        return ()
+
+    def margin_notes(self, params: dict) -> tuple[str, ...]:
+        """What the margins of error leave out: the part of the error that depends on the data."""
+        if params.get("bound") is not None:
+            return ("People with more than Δ items kept a random Δ of them before counting, which lowers some "
+                    "counts by an amount that depends on the data.",)
+        return ()
+
 
 def counts_error(scale: float, count: int, *, clamped: bool = False, discrete: bool = True) -> dict:
     """Expected error of counts with additive (discrete) Laplace noise of the given scale."""
@@ -367,8 +433,8 @@ def counts_error(scale: float, count: int, *, clamped: bool = False, discrete: b
     else:
         z95 = laplace_quantile(scale, 0.95)
         mean_abs = scale
-    text = f"95% of counts lie within ±{z95:,.0f} of the truth (noise scale {scale:,.3g}); " \
-           f"the average error is about {mean_abs:,.2f}."
+    text = f"95% of counts lie within ±{z95:,.0f} of the count without noise (noise scale {scale:,.3g}); " \
+           f"the average error from the noise is about {mean_abs:,.2f}."
     if clamped:
         text += " Negative noisy counts are set to 0, which only moves them closer to the truth."
     return {"noise_scale": scale, "within_95": z95, "mean_abs_error": mean_abs, "counts": count, "text": text}

@@ -33,6 +33,7 @@ from ..privacy.budget import BudgetSplit
 from ..privacy.noise import MAX_SCALE, add_discrete_laplace, discrete_laplace
 from . import register
 from .base import BOUND, Mechanism, Param, counts_error
+from .publish import discrete_laplace_margin
 
 CLAMP = Param("clamp", "bool", False, label="Set negative counts to 0",
               help="Post-processing: a negative noisy count becomes 0. It costs no privacy and "
@@ -81,23 +82,25 @@ class LPA(Mechanism):
         return (params["bound"],)
 
     def prepare(self, data, epsilon, params, progress, cancel):
-        return prepare_bound(data.matrix, params["bound"])
+        return prepare_bound(data, params["bound"])
 
     def run(self, data, prepared, epsilon, params, source):
         bound = params["bound"]
-        counts = bounded_counts(data.matrix, prepared, source)
+        counts = bounded_counts(data, prepared, source)
         scale = bound / epsilon
         if params["noise"] == "geometric":
             values = add_discrete_laplace(counts, scale, source).astype(np.float64)
+            margin = discrete_laplace_margin(scale)
         else:
             gamma = laplace_grid(scale)
             noise = discrete_laplace(source, scale / gamma, counts.size).astype(np.float64) * gamma  # exact multiples
             values = counts.astype(np.float64) + noise
+            margin = discrete_laplace_margin(scale / gamma) * gamma
         if params["clamp"]:
             values = np.maximum(values, 0.0)
         budget = BudgetSplit.single(epsilon, "noisy counts", f"noise of scale Δ/ε = {scale:.6g} on every count")
         return self.new_release(data, epsilon, params, budget, source, values=values,
-                                internal={"rows_truncated": prepared.rows_cut})
+                                internal={"rows_truncated": prepared.rows_cut}, noise_margin=margin)
 
     def expected_error(self, epsilon, params, facts):
         return counts_error(params["bound"] / epsilon, facts.get("number of items (d)", 0),
@@ -134,7 +137,7 @@ class ALPA(Mechanism):
     def prepare(self, data, epsilon, params, progress, cancel):
         if params["bound"] is None:
             return None
-        return prepare_bound(data.matrix, params["bound"])
+        return prepare_bound(data, params["bound"])
 
     def run(self, data, prepared, epsilon, params, source):
         d = data.n_items
@@ -143,7 +146,7 @@ class ALPA(Mechanism):
             total_sensitivity = d
             rows_cut = 0
         else:
-            total = int(bounded_counts(data.matrix, prepared, source).sum())
+            total = int(bounded_counts(data, prepared, source).sum())
             total_sensitivity = params["bound"]
             rows_cut = prepared.rows_cut
         noisy_total = total + int(discrete_laplace(source, total_sensitivity / epsilon, 1)[0])
@@ -153,12 +156,23 @@ class ALPA(Mechanism):
         budget = BudgetSplit.single(epsilon, "noisy average",
                                     f"noise of scale {total_sensitivity / epsilon:.6g} on the total, divided by d")
         return self.new_release(data, epsilon, params, budget, source, values=np.full(d, average),
-                                internal={"rows_truncated": rows_cut})
+                                internal={"rows_truncated": rows_cut},
+                                noise_margin=discrete_laplace_margin(total_sensitivity / epsilon, d))
+
+    estimates_whole_numbers = False  # the average of the counts
+
+    def publication_notes(self, params, whole):
+        return ("Every item has the same published value: the one noisy average"
+                + (", rounded once." if whole else "."),)
+
+    def margin_notes(self, params):
+        return ("Each item's count differs from the average by an amount that depends on the data: the margin is "
+                "that of the noisy average.", *super().margin_notes(params))
 
     def expected_error(self, epsilon, params, facts):
         d = facts.get("number of items (d)", 1) or 1
         sensitivity = (params["bound"] if params["bound"] else d) / d
         return {"noise_scale": sensitivity / epsilon, "text":
-                f"The published average is within ±{-sensitivity / epsilon * np.log(0.05):,.3g} of the true average "
-                f"95% of the time; every item gets that same value, so items far from the average are off by "
-                f"their distance to it (which depends on the data)."}
+                f"The published average is within ±{-sensitivity / epsilon * np.log(0.05):,.3g} of the average count "
+                f"without noise 95% of the time; every item gets that same value, so items far from the average are "
+                f"off by their distance to it (which depends on the data)."}

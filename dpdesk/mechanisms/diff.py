@@ -42,6 +42,7 @@ from ..privacy.noise import add_discrete_laplace, discrete_laplace_quantile
 from . import register
 from .base import BOUND, Mechanism, Param
 from .counts import CLAMP, check_noise_scale
+from .publish import discrete_laplace_margin
 
 import dataclasses
 
@@ -134,7 +135,7 @@ class DIFF(Mechanism):
 
     def prepare(self, data, epsilon, params, progress, cancel):
         gamma = read_index(params["index"], data.item_labels)
-        bounded = prepare_bound(data.matrix, params["bound"]) if params["bound"] is not None else None
+        bounded = prepare_bound(data, params["bound"]) if params["bound"] is not None else None
         return gamma, bounded
 
     def run(self, data, prepared, epsilon, params, source):
@@ -142,7 +143,7 @@ class DIFF(Mechanism):
         if bounded is None:
             counts, rows_cut = data.column_counts, 0
         else:
-            counts, rows_cut = bounded_counts(data.matrix, bounded, source), bounded.rows_cut
+            counts, rows_cut = bounded_counts(data, bounded, source), bounded.rows_cut
         alpha = diff_alpha(epsilon, gamma, params["bound"])
         scales = alpha * gamma
         values = add_discrete_laplace(counts, scales, source).astype(np.float64)
@@ -151,7 +152,7 @@ class DIFF(Mechanism):
         budget = BudgetSplit.single(epsilon, "indexed noisy counts",
                                     f"item i gets noise of scale α·γ_i with α = {alpha:.6g}")
         release = self.new_release(data, epsilon, params, budget, source, values=values,
-                                   internal={"rows_truncated": rows_cut})
+                                   internal={"rows_truncated": rows_cut}, noise_margin=discrete_laplace_margin(scales))
         release.report["noise_scales"] = {"alpha": alpha, "smallest": float(scales.min()),
                                           "largest": float(scales.max())}  # = noise_summary: declared list
         return release
@@ -165,11 +166,11 @@ class DIFF(Mechanism):
         index = params["index"]
         d = facts.get("number of items (d)", 0)
         if index.strip().lower() != "uniform" or not d:
-            return {"text": "Item i's noise has scale α·γ_i; 95% of its errors lie within ±3·α·γ_i."}
+            return {"text": "Item i's noise has scale α·γ_i; 95% of its errors lie within ±3·α·γ_i (its margin95)."}
         bound = params["bound"] if params["bound"] is not None else d
         scale = min(bound, d) / epsilon
         z95 = discrete_laplace_quantile(scale, 0.95)
         mta = float(minimum_true_answer(epsilon, 0.05, 0.1, sensitivity=min(bound, d))[0])
         return {"noise_scale": scale, "within_95": z95, "text":
-                f"95% of counts lie within ±{z95:,.0f} of the truth; counts of at least {mta:,.0f} are within "
-                f"10% of the truth 95% of the time (Shoaran Eq. 6)."}
+                f"95% of counts lie within ±{z95:,.0f} of the count without noise; counts of at least {mta:,.0f} "
+                f"are within 10% of it 95% of the time (Shoaran Eq. 6)."}

@@ -128,6 +128,7 @@ from ..privacy.noise import discrete_laplace
 from ..tasks import CancelToken, ProgressFn, scaled as scaled_progress
 from . import register
 from .base import Diagnostic, Mechanism, Param, counts_error
+from .publish import discrete_laplace_margin
 
 FAMILY = "Sensitivity control (Day & Li, DPSense)"
 PAPER = "Day & Li, Differentially Private Publishing of High-dimensional Data Using Sensitivity Control (DPSense)"
@@ -222,6 +223,9 @@ class Layout:
     long_cells: np.ndarray | None  # t of each long-row cell (None: all 1)
     long_weights: np.ndarray  # u_i·t_ij of each long-row cell
     largest_column: int = 0  # max_j c_j: how large the integer tables can get (internal)
+    #: people behind each long "row" when the layout is built from counts by row length (engine data):
+    #: all people with the same total T are one row whose cells hold their summed t_ij; None: one each
+    long_people: np.ndarray | None = None
 
     @property
     def top_level(self) -> int:
@@ -243,6 +247,11 @@ class Layout:
         """Number of long rows (T > kR) for each k."""
         bound = np.asarray(k, dtype=np.int64) * self.cell_max
         return self._long_ascending.size - np.searchsorted(self._long_ascending, bound, side="right")
+
+    def people_normalized(self, k: int) -> int:
+        """Internal: how many people are long (normalized) at level k."""
+        rows = int(self.long_count(k))
+        return rows if self.long_people is None else int(self.long_people[:rows].sum())
 
     def affected(self, k) -> np.ndarray:
         """Number of column positions some long row touches, for each k."""
@@ -286,6 +295,8 @@ def cell_weights(units: np.ndarray, lengths: np.ndarray, cells: np.ndarray | Non
 
 def integer_layout(data, max_value: float | None) -> Layout:
     """Build the :class:`Layout` of ``data`` for the declared maximum cell value r (None: yes/no view)."""
+    if getattr(data, "engine", None) is not None:
+        return histogram_layout(data, max_value)
     matrix = data.matrix
     n_items = data.n_items
     if matrix.nnz >= CELL_LIMIT:  # cannot happen for data held in memory; score_error relies on it
@@ -331,6 +342,50 @@ def integer_layout(data, max_value: float | None) -> Layout:
         largest_column=int(column_totals.max()) if n_items else 0)
 
 
+def histogram_layout(data, max_value: float | None) -> Layout:
+    """The same :class:`Layout` from counts by row length (data held by an engine, all cells 1).
+
+    Every person with ℓ items has the row total T = ℓ·t (t = min(V, R), a cell of value 1)
+    and the unit u = ⌊K/T⌋: the sweep's integer sums A_j(k) and U_j(k) add up the same
+    numbers whether each person is a row or all people of one length are one row whose
+    cell j holds t times their number (``long_people`` counts them in the totals). So the
+    scores, the choice and the counts are exactly those of :func:`integer_layout`.
+    """
+    n_items = data.n_items
+    if data.nnz >= CELL_LIMIT:  # pragma: no cover - score_error relies on it
+        raise DataError(f"the dataset has {data.nnz:,} non-zero cells", expected=f"fewer than {CELL_LIMIT:,}")
+    grid, cell_max = value_grid(max_value)
+    big_k = weight_grid(cell_max, n_items)
+    unit = min(grid, cell_max)  # t_ij of a cell holding 1: ⌊1·V⌋ capped at R
+    column_totals = data.column_counts.astype(np.int64) * unit
+    mass = int(data.nnz) * unit
+    shortest = cell_max // unit  # long rows have ℓ·t > R
+    columns, lengths, people = data.item_length_counts(shortest)
+    order = np.lexsort((columns, -lengths))  # longest first, as integer_layout orders its rows
+    columns, lengths, people = columns[order], lengths[order], people[order]
+    row_lengths, starts = np.unique(-lengths, return_index=True)
+    row_lengths = -row_lengths
+    row_lengths_all, row_people = data.length_counts()
+    people_of = dict(zip(row_lengths_all.tolist(), row_people.tolist()))
+    long_totals = row_lengths * unit
+    long_people = np.array([people_of[int(length)] for length in row_lengths], dtype=np.int64)
+    cell_counts = np.diff(np.append(starts, lengths.size))
+    reach = np.zeros(n_items, dtype=np.int64)
+    np.maximum.at(reach, columns, lengths * unit)
+    column_order = np.argsort(-reach, kind="stable")
+    position_of = np.empty(n_items, dtype=np.int32 if n_items < 2**31 else np.int64)
+    position_of[column_order] = np.arange(n_items)
+    long_units = big_k // np.maximum(long_totals, 1)
+    long_cells = people * unit
+    return Layout(
+        value_grid=grid, cell_max=cell_max, weight_grid=big_k, n_items=n_items, mass=mass,
+        column_totals=column_totals, column_order=column_order, column_reach=reach[column_order],
+        long_totals=long_totals, long_units=long_units, long_starts=np.concatenate([[0], np.cumsum(cell_counts)]),
+        long_positions=position_of[columns], long_cells=long_cells,
+        long_weights=cell_weights(long_units, cell_counts, long_cells),
+        largest_column=int(column_totals.max()) if n_items else 0, long_people=long_people)
+
+
 # --- scores --------------------------------------------------------------------------------
 
 def kept_totals(layout: Layout) -> np.ndarray:
@@ -338,9 +393,10 @@ def kept_totals(layout: Layout) -> np.ndarray:
     integer = layout.integer_type()
     k = np.arange(1, layout.n_items + 1, dtype=np.int64)
     rows = layout.long_count(k)
-    long_mass = np.concatenate([[0], np.cumsum(layout.long_totals)])
+    people = 1 if layout.long_people is None else layout.long_people
+    long_mass = np.concatenate([[0], np.cumsum(layout.long_totals * people)])
     # each u_i·T_i ≤ K, and k·R·u_i·T_i < K·T_i: every entry stays below K·M
-    long_kept = np.concatenate([[0], np.cumsum((layout.long_units * layout.long_totals).astype(integer))])
+    long_kept = np.concatenate([[0], np.cumsum((layout.long_units * layout.long_totals * people).astype(integer))])
     return (layout.weight_grid * (layout.mass - long_mass[rows]).astype(integer)
             + k.astype(integer) * layout.cell_max * long_kept[rows])
 
@@ -606,12 +662,13 @@ class _SensitivityControl(Mechanism):
                     + " picked privately by the exponential mechanism for this release. Publishing them costs "
                       "nothing extra: they were paid for with ε_c.",
             data=chosen, internal=False)
-        internal = {"rows_normalized": int(layout.long_count(k)), "theta_index": int(index)}
+        internal = {"rows_normalized": layout.people_normalized(k), "theta_index": int(index)}
         if params.get("max_value") is None and not data.binary:
             internal["values_counted_as_one"] = ("the data holds values other than 1; without a declared r "
                                                  "every non-zero cell was counted as 1")
+        margin = discrete_laplace_margin(noise_units, grid * layout.value_grid) * (alpha if self.scales_counts else 1.0)
         release = self.new_release(data, epsilon, params, budget, source, values=values, diagnostics=diagnostics,
-                                   internal=internal)
+                                   internal=internal, noise_margin=margin)
         release.report["selection"] = {
             "form": self.form_text(params), "quality_sensitivity": prepared.sensitivity,
             "candidates": prepared.sampler.n, "theta": theta, **({"alpha": alpha} if self.scales_counts else {})}
@@ -623,6 +680,13 @@ class _SensitivityControl(Mechanism):
                                                                        if self.scales_counts else "."))
         release.report["expected_error"] = expected
         return release
+
+    estimates_whole_numbers = False  # normalised counts
+
+    def margin_notes(self, params):
+        return ("Rows of people with more than θ* items were scaled down to θ*, which lowers counts by an amount "
+                "that depends on the data" + (" (the factor α* partly corrects it)" if self.scales_counts else "")
+                + ".",)
 
     def form_text(self, params) -> str:
         if params.get("selection_form") == "one-directional":

@@ -257,6 +257,9 @@ def reconstruct(coefficients: np.ndarray, d: int) -> np.ndarray:
     return np.fft.irfft(spectrum, n=d)
 
 
+LAPLACE_95_PER_SD = math.log(20) / math.sqrt(2)  # a Laplace variable's 95% half-width in standard deviations
+
+
 def noise_rms(d: int, rho, scale):
     """Root mean square of the noise on each published count: b·√(2(R + 4K))/d (arrays too)."""
     real_only, complex_count = kept_slots(d, rho)
@@ -312,7 +315,7 @@ class _Fourier(Mechanism):
         return (params["bound"],)
 
     def prepare(self, data, epsilon, params, progress, cancel):
-        return prepare_bound(data.matrix, params["bound"])
+        return prepare_bound(data, params["bound"])
 
     def choose_rho(self, counts, epsilon, params, d) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -333,7 +336,7 @@ class _Fourier(Mechanism):
 
     def run(self, data, prepared, epsilon, params, source):
         d = data.n_items
-        counts = bounded_counts(data.matrix, prepared, source)
+        counts = bounded_counts(data, prepared, source)
         rho = self.choose_rho(counts, epsilon, params, d)
         sensitivity, gamma, scale = self.noise_scale(d, rho, params["bound"], epsilon)
         real_only, complex_count = kept_slots(d, rho)
@@ -353,7 +356,7 @@ class _Fourier(Mechanism):
             spectrum = np.fft.rfft(counts.astype(np.float64))
             internal["reconstruction_mae"] = float(np.abs(reconstruct(spectrum[:rho], d) - counts).mean())
         release = self.new_release(data, epsilon, params, budget, source, values=values, diagnostics=diagnostics,
-                                   internal=internal)
+                                   internal=internal, noise_margin=LAPLACE_95_PER_SD * float(noise_rms(d, rho, scale)))
         release.report["noise"] = {"kept_coefficients": rho, "sensitivity": sensitivity, "grid": gamma,
                                    "scale": scale, "transform": self.transform_text}
         return release
@@ -384,9 +387,16 @@ class _Fourier(Mechanism):
         return facts
 
     def report_notes(self, params):
-        return ("The published counts are the inverse Fourier transform of the noisy kept coefficients "
-                "(post-processing); they are not whole numbers.",
+        return ("The counts are the inverse Fourier transform of the noisy kept coefficients (post-processing).",
                 "People with more than Δ items keep a random Δ of them before anything is counted.")
+
+    estimates_whole_numbers = False  # the counts rebuilt from ρ coefficients
+
+    def margin_notes(self, params):
+        return ("The noise on a count is a sum of Laplace terms, one per kept coefficient; the margin is the 95% "
+                "range of one Laplace variable with the same standard deviation, which is at least as wide.",
+                "Keeping only the first ρ coefficients blurs the counts by an amount that depends on the data.",
+                *super().margin_notes(params))
 
 
 @register
@@ -429,9 +439,10 @@ class FPA(_Fourier):
         rho = params["rho"]
         _, _, scale = self.noise_scale(d, rho, params["bound"], epsilon)
         rms = float(noise_rms(d, rho, scale))
-        return {"noise_scale": scale, "noise_rms_per_count": rms, "within_95": 1.96 * rms, "text":
+        within = LAPLACE_95_PER_SD * rms  # as the margins: at least 95% (module publish, margin notes)
+        return {"noise_scale": scale, "noise_rms_per_count": rms, "within_95": within, "text":
                 f"The noise on each published count has a standard deviation of about {rms:,.3g} (95% within "
-                f"about ±{1.96 * rms:,.3g}). On top of it comes the error of keeping only {rho} Fourier "
+                f"±{within:,.3g} or less). On top of it comes the error of keeping only {rho} Fourier "
                 "coefficients, which depends on the data and is often much larger."}
 
 

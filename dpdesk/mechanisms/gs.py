@@ -140,13 +140,14 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..privacy.bounding import BoundedRows, bounded_counts, prepare_bound, sample_kept
+from ..privacy.bounding import BoundedRows, bounded_counts, matrix_of, prepare_bound, sample_kept
 from ..privacy.budget import BudgetSplit
-from ..privacy.noise import add_discrete_laplace, laplace_quantile
+from ..privacy.noise import add_discrete_laplace, discrete_laplace_variance
 from ..privacy.randomness import RandomSource
 from . import register
 from .base import BOUND, Diagnostic, Mechanism, Param
 from .counts import CLAMP
+from .publish import discrete_laplace_margin
 
 FAMILY = "Grouping and smoothing (Kellaris & Papadopoulos)"
 PAPER = "Kellaris & Papadopoulos, Practical Differential Privacy via Grouping and Smoothing (VLDB 2013)"
@@ -198,6 +199,12 @@ def release_grouped(counts: np.ndarray, order: np.ndarray, w: int, average_scale
     return spread(noisy / sizes, bounds, order), bounds
 
 
+def group_noise_margin(order: np.ndarray, bounds: np.ndarray, average_scale: float) -> np.ndarray:
+    """Per item, the 95% half-width of the noise on its group's average: DL(|g|·b)/|g| (public sizes)."""
+    sizes = np.diff(bounds).astype(np.float64)
+    return spread(discrete_laplace_margin(sizes * average_scale, sizes), bounds, order)
+
+
 def smoothing_l1(counts: np.ndarray, order: np.ndarray, w: int) -> float:
     """Σ_i |c_i − average of i's group|: the error of smoothing alone (internal when c is true)."""
     ordered = counts[order].astype(np.float64)
@@ -226,8 +233,11 @@ class PreparedRows:
     within_lengths: np.ndarray  # their number of items
 
 
-def prepare_rows(matrix: sp.csr_matrix, bound: int) -> PreparedRows:
-    bounded = prepare_bound(matrix, bound)
+def prepare_rows(data, bound: int) -> PreparedRows:
+    bounded = prepare_bound(data, bound)
+    if bounded.over is not None:  # data held by an engine: the rows within Δ are streamed at release
+        return PreparedRows(bounded, None, None, None)
+    matrix = matrix_of(data)
     lengths = np.diff(matrix.indptr).astype(np.int64)
     within = np.flatnonzero((lengths > 0) & (lengths <= bounded.bound))
     return PreparedRows(bounded, within, matrix.indptr[:-1][within].astype(np.int64), lengths[within])
@@ -247,9 +257,14 @@ def _cells(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) + np.repeat(starts - first, lengths)
 
 
-def truncated_and_column_sample(matrix: sp.csr_matrix, prepared: PreparedRows,
+def truncated_and_column_sample(data, prepared: PreparedRows,
                                 source: RandomSource) -> tuple[np.ndarray, np.ndarray]:
     """Counts c of the truncated data and counts c_s of one uniform item per truncated row."""
+    if prepared.bounded.over is not None:
+        from ..engine.dataset import column_sample
+
+        return column_sample(data, prepared.bounded, source)
+    matrix = matrix_of(data)
     d = matrix.shape[1]
     kept = _kept_by_row(prepared, source)
     counts = prepared.bounded.base_counts + np.bincount(matrix.indices[kept.ravel()], minlength=d)
@@ -259,9 +274,14 @@ def truncated_and_column_sample(matrix: sp.csr_matrix, prepared: PreparedRows,
     return counts, sample.astype(np.int64)
 
 
-def truncated_and_row_sample(matrix: sp.csr_matrix, prepared: PreparedRows, rate: float,
+def truncated_and_row_sample(data, prepared: PreparedRows, rate: float,
                              source: RandomSource) -> tuple[np.ndarray, np.ndarray, int]:
     """Counts c of the truncated data, counts c_s of the rows sampled at ``rate``, rows sampled."""
+    if prepared.bounded.over is not None:
+        from ..engine.dataset import row_sample
+
+        return row_sample(data, prepared.bounded, rate, source)
+    matrix = matrix_of(data)
     d = matrix.shape[1]
     kept = _kept_by_row(prepared, source)
     counts = prepared.bounded.base_counts + np.bincount(matrix.indices[kept.ravel()], minlength=d)
@@ -277,7 +297,10 @@ def row_sampling_rate(epsilon: float, bound: int) -> float:
     """β = (e^{ε/2} − 1)/(e^{εΔ/2} − 1) (GS Theorem 4)."""
     if bound == 1:
         return 1.0
-    return math.expm1(epsilon / 2) / math.expm1(epsilon * bound / 2)
+    large = epsilon * bound / 2
+    if large > 700:  # e^{εΔ/2} overflows a float: β = (e^{ε/2} − 1)·e^{−εΔ/2} / (1 − e^{−εΔ/2})
+        return math.expm1(epsilon / 2) * math.exp(-large) / -math.expm1(-large)
+    return math.expm1(epsilon / 2) / math.expm1(large)
 
 
 def safe_rate(rate: float) -> float:
@@ -286,12 +309,6 @@ def safe_rate(rate: float) -> float:
 
 
 # --- fine-tuning ---------------------------------------------------------------------------
-
-def discrete_laplace_variance(scale: float) -> float:
-    """Var X = 2α/(1 − α)² for discrete Laplace with α = e^{−1/scale}."""
-    alpha = math.exp(-1.0 / scale)
-    return 2 * alpha / (1 - alpha) ** 2
-
 
 @dataclass
 class Calibration:
@@ -494,19 +511,23 @@ def ordering_diagnostic(sample: np.ndarray, counts: np.ndarray, order: np.ndarra
 
 # --- mechanisms ----------------------------------------------------------------------------
 
-def _average_noise_error(scale: float, what: str) -> dict:
-    z95 = laplace_quantile(scale, 0.95)
+def _average_noise_error(scale: float, what: str, w: int) -> dict:
+    """The noise on a full group's average: discrete Laplace of scale w·b on the sum, divided by w (the same
+    quantile as the published margin95 of a full group, before rounding)."""
+    z95 = float(discrete_laplace_margin(w * scale, w))
     return {"noise_scale": scale, "within_95": z95, "mean_abs_error": scale, "text":
-            f"The noise on each published group average has scale {scale:,.3g} ({what}): 95% of the time it "
-            f"is within ±{z95:,.3g}. On top of it, each item is off by the distance between its true count "
-            "and its group's average (the smoothing error), which depends on the data."}
+            f"The noise on each published group average has scale {scale:,.3g} ({what}): in a full group of {w:,} "
+            f"items, 95% of the time it is within ±{z95:,.3g} (the margin95 column gives each value's margin, "
+            "including the rounding to whole numbers when they are published). On top of it, each item is off by "
+            "the distance between its true count and its group's average (the smoothing error), which depends "
+            "on the data."}
 
 
 DIAGNOSTICS = Param(
     "diagnostics", "bool", True, label="Compute plot data",
     help="Also compute the numbers behind the plots (error curves, ordering quality; some use the true data and "
          "are kept internal). Turn off to speed up long comparisons: the published counts do not change.",
-    reference="GS §5, Fig. 8", advanced=True)
+    reference="GS §5, Fig. 8", advanced=True, plots_only=True)
 
 
 class _Grouping(Mechanism):
@@ -519,7 +540,7 @@ class _Grouping(Mechanism):
         return (params["bound"],)
 
     def prepare(self, data, epsilon, params, progress, cancel):
-        return prepare_rows(data.matrix, params["bound"])
+        return prepare_rows(data, params["bound"])
 
     @staticmethod
     def effective_bound(bound: int, d: int) -> int:
@@ -527,6 +548,11 @@ class _Grouping(Mechanism):
         return max(1, min(int(bound), int(d)))
 
     fixed_group_size = True  # w = Δ' (GS-R, GS-S); GS tunes it
+
+    def public_group_size(self, params, facts) -> int:
+        """w = Δ' = min(Δ, d) from the declared Δ and the public d (GS-R, GS-S)."""
+        d = facts.get("number of items (d)") or 0
+        return self.effective_bound(params["bound"], d) if d else max(1, int(params["bound"]))
 
     def public_facts(self, data, params):
         facts = super().public_facts(data, params)
@@ -547,6 +573,19 @@ class _Grouping(Mechanism):
         return ("Items in the same group get the same published value: the group's noisy average.",
                 "People with more than Δ items keep a random Δ of them before anything is counted.")
 
+    estimates_whole_numbers = False  # a group's average count
+
+    def publication_notes(self, params, whole):
+        if not whole:
+            return ("Items of the same group share one published value, their group's noisy average.",)
+        return ("Items of the same group share one published value: their group's noisy average, rounded once, "
+                "so the published figures of a group stay equal.",)
+
+    def margin_notes(self, params):
+        return ("Each item's count also differs from its group's average (the smoothing error) by an amount that "
+                "depends on the data: the margin is that of the group's noisy average.",
+                *super().margin_notes(params))
+
 
 @register
 class GSR(_Grouping):
@@ -560,14 +599,15 @@ class GSR(_Grouping):
     def run(self, data, prepared, epsilon, params, source):
         d = data.n_items
         w = self.effective_bound(params["bound"], d)
-        counts = bounded_counts(data.matrix, prepared.bounded, source)
+        counts = bounded_counts(data, prepared.bounded, source)
         order = source.permutation(d)
-        values, _ = release_grouped(counts, order, w, 1.0 / epsilon, source)
+        values, bounds = release_grouped(counts, order, w, 1.0 / epsilon, source)
         budget = BudgetSplit.single(epsilon, "noisy group averages",
                                     f"random groups of {w} items; noise of scale 1/ε = {1 / epsilon:.6g} "
                                     "on each average")
         return self.finish(data, epsilon, params, budget, source, values, prepared,
-                           internal={"smoothing_l1": smoothing_l1(counts, order, w)})
+                           internal={"smoothing_l1": smoothing_l1(counts, order, w)},
+                           noise_margin=group_noise_margin(order, bounds, 1.0 / epsilon))
 
     def public_facts(self, data, params):
         facts = super().public_facts(data, params)
@@ -575,7 +615,7 @@ class GSR(_Grouping):
         return facts
 
     def expected_error(self, epsilon, params, facts):
-        return _average_noise_error(1.0 / epsilon, "1/ε")
+        return _average_noise_error(1.0 / epsilon, "1/ε", self.public_group_size(params, facts))
 
 
 class _SampledGrouping(_Grouping):
@@ -588,10 +628,10 @@ class _SampledGrouping(_Grouping):
         bound = self.effective_bound(params["bound"], data.n_items)
         if self.sampling == "row":
             rate = safe_rate(row_sampling_rate(epsilon, bound))
-            counts, sample, rows = truncated_and_row_sample(data.matrix, prepared, rate, source)
+            counts, sample, rows = truncated_and_row_sample(data, prepared, rate, source)
             info = {"rows_sampled": rows}
         else:
-            counts, sample = truncated_and_column_sample(data.matrix, prepared, source)
+            counts, sample = truncated_and_column_sample(data, prepared, source)
             info = {}
         noisy = add_discrete_laplace(sample, 2.0 / epsilon, source)
         return counts, sample, noisy, info
@@ -622,7 +662,7 @@ class _GSS(_SampledGrouping):
         w = self.effective_bound(params["bound"], d)
         counts, sample, noisy, info = self.noisy_sample(data, prepared, epsilon, params, source)
         order = noisy_order(noisy, source)
-        values, _ = release_grouped(counts, order, w, 2.0 / epsilon, source)
+        values, bounds = release_grouped(counts, order, w, 2.0 / epsilon, source)
         budget = BudgetSplit(epsilon).add(*self.sample_step(epsilon, params, d)).add(
             "noisy group averages", epsilon / 2,
             f"groups of {w} items in the order of t_s; noise of scale 2/ε = {2 / epsilon:.6g} on each average")
@@ -631,10 +671,10 @@ class _GSS(_SampledGrouping):
             diagnostics["ordering"] = ordering_diagnostic(noisy, counts, order, w)
             info["smoothing_l1"] = smoothing_l1(counts, order, w)
         return self.finish(data, epsilon, params, budget, source, values, prepared, diagnostics=diagnostics,
-                           internal=info)
+                           internal=info, noise_margin=group_noise_margin(order, bounds, 2.0 / epsilon))
 
     def expected_error(self, epsilon, params, facts):
-        return _average_noise_error(2.0 / epsilon, "2/ε")
+        return _average_noise_error(2.0 / epsilon, "2/ε", self.public_group_size(params, facts))
 
 
 @register
@@ -732,7 +772,7 @@ class GS(_SampledGrouping):
         tuning = self.fine_tune(counts, noisy, order, epsilon, params, source)
         w = tuning.w
         scale = tuning.numerator / w
-        values, _ = release_grouped(counts, order, w, scale, source)
+        values, bounds = release_grouped(counts, order, w, scale, source)
         budget = BudgetSplit(epsilon).add(*self.sample_step(epsilon, params, d))
         if tuning.calibration is None:
             noise_formula = "2Δ/(ε·w*)"
@@ -756,10 +796,10 @@ class GS(_SampledGrouping):
             diagnostics["ordering"] = ordering_diagnostic(noisy, counts, order, w)
             info["smoothing_l1"] = smoothing_l1(counts, order, w)
         release = self.finish(data, epsilon, params, budget, source, values, prepared, diagnostics=diagnostics,
-                              internal=info)
+                              internal=info, noise_margin=group_noise_margin(order, bounds, scale))
         # w* is a function of private values only (t_s, Ñ and fresh randomness): it may be published
         release.report["chosen_group_size"] = w
-        release.report["expected_error"] = _average_noise_error(scale, f"{noise_formula} with w* = {w}")
+        release.report["expected_error"] = _average_noise_error(scale, f"{noise_formula} with w* = {w}", w)
         return release
 
     @staticmethod

@@ -29,6 +29,12 @@ class BoundedRows:
     over_positions: np.ndarray  # positions (in the CSR arrays) of the over rows' cells
     over_lengths: np.ndarray  # number of items of each over row
     block_starts: np.ndarray  # where each over row's cells start within over_positions
+    #: data held by an engine: the over rows alone (``over_positions`` index its cells), else None
+    over: sp.csr_matrix | None = None
+
+    def over_columns(self, data) -> np.ndarray:
+        """The column of every cell ``over_positions`` can point at."""
+        return self.over.indices if self.over is not None else matrix_of(data).indices
 
     @property
     def rows_cut(self) -> int:
@@ -45,8 +51,22 @@ def check_bound(bound) -> int:
     return int(bound)
 
 
-def prepare_bound(matrix: sp.csr_matrix, bound: int) -> BoundedRows:
-    """Split rows into those within Δ (counted now) and those over it (cut at release)."""
+def matrix_of(data) -> sp.csr_matrix:
+    """The CSR matrix of a dataset (or the matrix itself)."""
+    return data if sp.issparse(data) else data.matrix
+
+
+def prepare_bound(data, bound: int) -> BoundedRows:
+    """Split rows into those within Δ (counted now) and those over it (cut at release).
+
+    ``data`` is a dataset (or its CSR matrix); data held by an engine counts the rows
+    within Δ there and hands over only the rows over it (``dpdesk.engine.dataset``).
+    """
+    if getattr(data, "engine", None) is not None:
+        from ..engine.dataset import prepare_bounding
+
+        return prepare_bounding(data, bound)
+    matrix = matrix_of(data)
     bound = check_bound(bound)
     lengths = np.diff(matrix.indptr)
     over = np.flatnonzero(lengths > bound)
@@ -85,10 +105,10 @@ def sample_kept(prepared: BoundedRows, source: RandomSource) -> np.ndarray:
     return shuffled[(starts[:, None] + np.arange(bound)).ravel()]
 
 
-def bounded_counts(matrix: sp.csr_matrix, prepared: BoundedRows, source: RandomSource) -> np.ndarray:
-    """Column counts after truncating every row to at most Δ uniformly chosen items."""
+def bounded_counts(data, prepared: BoundedRows, source: RandomSource) -> np.ndarray:
+    """Column counts after truncating every row to at most Δ uniformly chosen items (``data``: a dataset or its matrix)."""
     kept = sample_kept(prepared, source)
-    extra = np.bincount(matrix.indices[kept], minlength=matrix.shape[1])
+    extra = np.bincount(prepared.over_columns(data)[kept], minlength=prepared.base_counts.size)
     return prepared.base_counts + extra
 
 

@@ -240,6 +240,12 @@ def discrete_laplace_mean_abs(scale: float) -> float:
     return 2 * alpha / (1 - alpha * alpha)
 
 
+def discrete_laplace_variance(scale: float) -> float:
+    """Var X = E X² = 2α/(1 − α)² for discrete Laplace with α = e^{−1/scale}."""
+    alpha = math.exp(-1.0 / scale)
+    return 2 * alpha / (1 - alpha) ** 2
+
+
 def laplace_quantile(scale: float, coverage: float = 0.95) -> float:
     """z with P(|X| ≤ z) = coverage for continuous Laplace (Shoaran Eq. 4: z = −λ ln pr)."""
     return -scale * math.log(1.0 - coverage)

@@ -22,6 +22,17 @@ import pandas as pd
 from ..errors import ExportError
 
 RELEASE_FORMATS = ("csv", "json", "parquet")
+# the ledger entry's hashes of the raw form's files (a release published as whole numbers keeps both)
+RAW_PREFIX = "raw/"
+COLUMNS = {
+    "margin95": "",  # its meaning is in the release's publication notes (dpdesk.mechanisms.publish)
+    "item": "the item's label, from the declared item list",
+    "noisy_count": "the published count of people who have the item (differentially private)",
+    "cell": "the cell's number in the declared table (attributes in the order listed, the last varying fastest)",
+    "label": "the cell's attribute values",
+    "value": "the published noisy count of the cell (or range, or sketch bucket)",
+    "weight": "an estimate of the cell's count that makes sums over many cells unbiased (sampling summaries)",
+}
 
 
 def sha256_bytes(content: bytes) -> str:
@@ -97,21 +108,54 @@ def require_release(release) -> None:
                           "and not private. Run the release again with secure randomness to export it.")
 
 
+def _whole_if_integral(values) -> np.ndarray:
+    """Numbers as int64 when all are whole (so files show 12, not 12.0), else as they are."""
+    values = np.asarray(values)
+    if values.dtype.kind in "iu" or values.size == 0:
+        return values.astype(np.int64)
+    return values.astype(np.int64) if np.all(values == np.round(values)) else values.astype(np.float64)
+
+
 def release_table(release) -> pd.DataFrame:
-    """The released numbers as a table (item,noisy_count, or the cells of a summary)."""
+    """The released numbers as a table (item,noisy_count, or the cells of a summary), with their margins.
+
+    ``margin95`` is left out only for releases recorded before margins were published, so
+    that they are written again byte for byte.
+    """
     if release.values is not None:
-        values = np.asarray(release.values, dtype=np.float64)
-        integral = np.all(values == np.round(values))
-        column = values.astype(np.int64) if integral else values
-        return pd.DataFrame({"item": [str(x) for x in release.labels], "noisy_count": column})
-    cells = release.cells
-    table = {"cell": cells.indices.astype(np.int64)}
-    if cells.info.get("labels") is not None:
-        table["label"] = cells.info["labels"]
-    table["value"] = cells.values
-    if cells.weights is not None:
-        table["weight"] = cells.weights
+        table = {"item": [str(x) for x in release.labels], "noisy_count": _whole_if_integral(release.values)}
+    else:
+        cells = release.cells
+        table = {"cell": cells.indices.astype(np.int64)}
+        if cells.info.get("labels") is not None:
+            table["label"] = cells.info["labels"]
+        table["value"] = _whole_if_integral(cells.values)
+        if cells.weights is not None:
+            table["weight"] = _whole_if_integral(cells.weights) if release.margin95 is not None else cells.weights
+    if release.margin95 is not None:
+        table["margin95"] = _whole_if_integral(release.margin95)
     return pd.DataFrame(table)
+
+
+def column_meanings(release) -> dict:
+    """What each column of the release files holds (in release.json and the report)."""
+    meanings = {name: COLUMNS[name] for name in release_table_columns(release)}
+    if release.cells is not None and (release.cells.info or {}).get("kind") == "sketch":
+        meanings["cell"] = "the bucket: j·w + b for bucket b of row j (the hash functions are in the metadata)"
+        meanings["value"] = "the bucket's noisy sum (cells are added with a random sign, so it can be below 0)"
+    if "margin95" in meanings:
+        publication = release.report.get("publication") or {}
+        meanings["margin95"] = publication.get("margin95", "")
+    return meanings
+
+
+def release_table_columns(release) -> list[str]:
+    if release.values is not None:
+        names = ["item", "noisy_count"]
+    else:
+        names = ["cell"] + (["label"] if release.cells.info.get("labels") is not None else []) + ["value"] \
+            + (["weight"] if release.cells.weights is not None else [])
+    return names + (["margin95"] if release.margin95 is not None else [])
 
 
 def render_release(release, formats=("csv", "json"), *, data_hashes: dict | None = None) -> dict[str, bytes]:
@@ -156,6 +200,7 @@ def _parquet_with_metadata(table: pd.DataFrame, release) -> bytes:
     # the ledger reference is added after the entry is recorded, and the entry records this
     # file's hash: keep it out, so the file (and its hash) is the same when exported again
     metadata.pop("ledger", None)
+    metadata.pop("dataset_budget", None)
     text = json.dumps(metadata, ensure_ascii=False, default=_json_default).encode("utf-8")
     arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), PARQUET_METADATA_KEY: text})
     buffer = io.BytesIO()
@@ -166,6 +211,8 @@ def _parquet_with_metadata(table: pd.DataFrame, release) -> bytes:
 def release_metadata(release, hashes: dict[str, str]) -> dict:
     """Public metadata of a release: the public report plus file hashes (no true-data values)."""
     report = dict(release.report)
+    if release.margin95 is not None:
+        report["columns"] = column_meanings(release)
     report["files_sha256"] = hashes
     # the dataset's fingerprint is a function of the true data (a membership test for
     # someone who knows everyone else): it stays in the local ledger, never in public files
@@ -208,5 +255,7 @@ def read_export_reference(folder) -> dict | str:
     for name, digest in files.items():
         if name in listed and listed[name] != digest:
             return f"{folder / name} was changed after it was exported (its hash differs from release.json's)"
-    out["files"] = files
+    # the raw values of a release published as whole numbers: the entry recorded their hashes apart
+    raw = bool((metadata.get("publication") or {}).get("first_published_as"))
+    out["files"] = {(RAW_PREFIX + name if raw else name): digest for name, digest in files.items()}
     return out

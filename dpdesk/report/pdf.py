@@ -232,7 +232,8 @@ def _runs(node: Node, bold=False, mono=False, sup=False, big=False) -> list[Run]
             runs.append(Run("\n", bold, mono, sup, big))
             continue
         classes = child.classes
-        runs.extend(_runs(child, bold or child.tag in ("b", "strong", "th"), mono or "hash" in classes,
+        header = child.tag == "th" and "key" not in classes  # a key-value table's row labels stay regular
+        runs.extend(_runs(child, bold or child.tag in ("b", "strong") or header, mono or "hash" in classes,
                           sup or child.tag == "sup", big or "big" in classes))
     if node.tag in ("p", "td", "th", "h1", "h2", "h3", "h4", "div"):
         runs = _collapse(runs)

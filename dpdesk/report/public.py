@@ -1,10 +1,11 @@
 """The public privacy report: what was released, how, and what the guarantee means.
 
-It is built from the release's public ``report`` (made by ``Mechanism.public_report``),
-its budget split and parameters, and the released files' hashes — and from nothing else:
-never the data, the noisy values, the release's ``internal`` facts or its diagnostics,
-and not the dataset fingerprint (a function of the true data). So no value computed from
-the people's records can reach it. The same HTML is turned into the PDF by
+It is built from the release's public ``report`` (made by ``Mechanism.public_report`` and
+:func:`dpdesk.mechanisms.publish.publish`), its budget split and parameters, the released
+files' hashes and, as an example, the first published row — and from nothing else: never
+the data, the release's ``internal`` facts or its diagnostics, and not the dataset
+fingerprint (a function of the true data). So no value computed from the people's records
+can reach it other than through the private release itself. The same HTML is turned into the PDF by
 :func:`dpdesk.report.pdf.html_to_pdf` (pure Python, fonts shipped with dpdesk), which reads
 the elements and classes written here; the HTML uses system fonts only (no network).
 
@@ -25,7 +26,8 @@ from .export import require_release
 
 # what the sections below show; any other key of release.report goes to "Further details"
 _KNOWN_KEYS = {"mechanism", "epsilon", "budget", "parameters", "public_facts", "randomness", "mode", "software",
-               "created", "expected_error", "notes", "how_chosen", "ledger", "domain"}
+               "created", "expected_error", "notes", "how_chosen", "choice", "ledger", "domain", "publication",
+               "dataset_budget", "columns"}
 _ERROR_LABELS = {
     "noise_scale": "noise scale",
     "within_95": "95% of errors are at most",
@@ -35,6 +37,12 @@ _ERROR_LABELS = {
 PRIORS = (0.01, 0.1, 0.25, 0.5, 0.9)
 CHOICE_WARNING = ("Choosing a mechanism or a parameter because it had the smallest error on the true data is "
                   "itself a use of the data that the ε above does not cover.")
+NOT_OBSERVED = "not recorded (the release was made by an earlier version of dpdesk)"
+FOOTER = ("This report contains public facts only: the settings the data steward declared, structural facts the "
+          "release treats as public (listed above), the hashes of the released files — and outputs of the "
+          "differentially private release itself, covered by the ε above: the example row and anything the "
+          "mechanism chose privately (a group size, a threshold, a noisy estimate), which it took from noisy values, "
+          "not from the records. No number in it was read from the people's records directly.")
 
 
 # -- small HTML helpers, shared with the internal report ---------------------------------------
@@ -66,12 +74,15 @@ def fmt(value) -> str:
 
 
 def table(rows, header=None, *, css: str = "", numeric=()) -> str:
-    """An HTML table of already-escaped cell strings; ``numeric`` column indices align right."""
+    """An HTML table of already-escaped cell strings; ``numeric`` column indices align right.
+
+    Header cells carry ``scope="col"``, so screen readers announce them with every cell.
+    """
     attrs = f' class="{css}"' if css else ""
     parts = [f'<table{attrs} cellspacing="0" cellpadding="4">']
     right = ' class="num"'
     if header:
-        parts.append("<tr>" + "".join(f"<th{right if i in numeric else ''}>{h}</th>"
+        parts.append("<tr>" + "".join(f'<th scope="col"{right if i in numeric else ""}>{h}</th>'
                                       for i, h in enumerate(header)) + "</tr>")
     for row in rows:
         parts.append("<tr>" + "".join(f"<td{right if i in numeric else ''}>{c}</td>"
@@ -102,51 +113,171 @@ def percent(p: float) -> str:
 
 # -- the report ----------------------------------------------------------------------------------
 def public_report_html(release, hashes: dict) -> str:
-    """The public privacy report of a secure release whose files have these sha256 ``hashes``."""
+    """The public privacy report of a secure release whose files have these sha256 ``hashes``.
+
+    The first page answers three questions in plain words — what was published, how private
+    it is, how accurate — and the sections after it give the details.
+    """
     require_release(release)
     report = release.report
     mechanism = report.get("mechanism", {})
     epsilon = float(report.get("epsilon", release.epsilon))
     name = release.dataset_name or "dataset"
     created = report.get("created") or release.created
+    publication = report.get("publication") or {}
     body = [
         "<h1>Privacy report</h1>",
         f'<p class="subtitle">Differentially private release of <b>{esc(name)}</b> · {esc(created)}</p>',
+        "<h2>In short</h2>",
+        _what_was_published(release, hashes),
+        _how_private(release, epsilon),
+        _how_accurate(release, publication),
+        "<h2>The release at a glance</h2>",
         _key_facts(release, mechanism, epsilon, hashes),
         _guarantee(epsilon),
+        _publication(release, publication),
         _mechanism(mechanism),
         _budget(report.get("budget") or release.budget.as_list(), epsilon),
         _domain(report.get("domain")),
         _public_facts(report.get("public_facts") or {}),
-        _parameters(mechanism.get("id", release.mechanism), report.get("parameters", release.params)),
-        _choice(report.get("how_chosen")),
+        _parameters(mechanism.get("id", release.mechanism), report.get("parameters", release.params), publication),
+        _choice(report),
         _expected_error(report.get("expected_error"), report.get("notes") or []),
         _provenance(report, created),
         _files(hashes),
         _further(report),
-        '<p class="footer">Made with ' + esc(report.get("software", "dpdesk")) + ". This report contains only "
-        "public facts: the parameters and bounds the data steward declared, structural facts of the data file "
-        "that the release treats as public (listed above), and the hashes of the released files. No number in it "
-        "was computed from the people's records.</p>",
+        f'<p class="footer">Made with {esc(report.get("software", "dpdesk"))}. {esc(FOOTER)}</p>',
     ]
     return page(f"Privacy report — {name}", "\n".join(part for part in body if part))
 
 
+def _delta(report: dict) -> float:
+    return float(sum(float(step.get("delta") or 0.0) for step in report.get("budget") or []))
+
+
+def _published_count(release) -> str:
+    """What the release lists and how many, in words, from the declared domain (or the summary)."""
+    facts = release.report.get("public_facts") or {}
+    if release.values is not None or release.cells is None:  # (a report read back without its values: facts)
+        d = facts.get("number of items (d)", len(release.values) if release.values is not None else None)
+        return f"The noisy counts of {fmt(d)} items" if d is not None else "The noisy figures"
+    listed = len(release.cells)
+    info = release.cells.info or {}
+    m = facts.get("domain size m (cells)", info.get("domain_size"))
+    if info.get("kind") == "sketch":
+        return f"A noisy count sketch of {fmt(listed)} buckets, over a table of {fmt(m)} cells,"
+    what = "ranges of cells" if info.get("kind") == "dyadic" else "cells"
+    return f"The noisy counts of {fmt(listed)} {what}, listed from a table of {fmt(m)} cells,"
+
+
+def _what_was_published(release, hashes: dict) -> str:
+    publication = release.report.get("publication") or {}
+    domain = release.report.get("domain") or {}
+    files = ", ".join(sorted(n for n in hashes if n.startswith("release."))) or "the release files"
+    form = publication.get("form")
+    form_text = {"whole numbers ≥ 0": " as whole numbers of at least 0",
+                 "raw values": " as raw values (not rounded; they may be fractional or below 0)"}.get(form, "")
+    text = (f"{_published_count(release)}{form_text}, in {esc(files)}. "
+            + (esc(domain.get("statement", "")) + " " if domain.get("statement") else ""))
+    if release.cells is not None:
+        notes = [n for n in publication.get("notes", []) if "not listed" in n]
+        text += esc(notes[0]) if notes else ""
+    return "<h3>What was published?</h3><p>" + text.strip() + "</p>"
+
+
+def _how_private(release, epsilon: float) -> str:
+    report = release.report
+    delta = _delta(report)
+    posterior, _ = odds_after(epsilon, 0.5)
+    guarantee = f"ε = {fmt(epsilon)}" + (f" and δ = {delta:.3g}" if delta else "")
+    text = (f"The release is differentially private with {esc(guarantee)}: whatever anyone believed about one "
+            f"person before, and whatever else they know, seeing it can change their odds by at most a factor of "
+            f"e<sup>ε</sup> = {math.exp(epsilon):.4g} — someone who thought a fact about a person 50/50 can be at "
+            f"most {esc(percent(posterior))} sure of it afterwards.")
+    if delta:
+        text += f" With probability at most δ = {delta:.3g} the guarantee is weaker (see the budget below)."
+    total = report.get("dataset_budget")
+    if total:
+        cap = total.get("cap")
+        text += (f" Counting this one, the releases of {esc(total.get('dataset', release.dataset_name))} recorded in "
+                 f"the data steward's budget ledger have spent ε = {esc(fmt(total.get('epsilon_spent')))} in all "
+                 f"(releases counted: {esc(fmt(total.get('releases')))}"
+                 + (f"; the cap is ε = {esc(fmt(cap))}" if cap is not None else "; no cap") + "); releases about "
+                 "the same people add up.")
+    return "<h3>How private is it?</h3><p>" + text + "</p>"
+
+
+def _example_row(release) -> tuple[list[str], list[str]] | None:
+    """The first published row (a noisy value, public like the whole file): header and cells."""
+    margins = release.margin95
+    if release.values is not None:
+        if len(release.values) == 0:
+            return None
+        header, row = ["item", "published count"], [esc(release.labels[0]), esc(fmt(release.values[0]))]
+    else:
+        cells = release.cells
+        if cells is None or len(cells) == 0:
+            return None
+        labels = cells.info.get("labels")
+        header = ["cell", "published value"]
+        row = [esc(labels[0] if labels is not None else fmt(int(cells.indices[0]))), esc(fmt(cells.values[0]))]
+        if cells.weights is not None:
+            header.append("weight")
+            row.append(esc(fmt(cells.weights[0])))
+    if margins is not None:
+        header.append("margin of error (95%)")
+        row.append("±" + esc(fmt(margins[0])))
+    return header, row
+
+
+def _margin_range(margins) -> str:
+    import numpy as np
+
+    margins = np.asarray(margins, dtype=float)
+    if margins.size == 0:
+        return ""
+    low, high = float(margins.min()), float(margins.max())
+    return f"±{fmt(low)}" if low == high else f"from ±{fmt(low)} to ±{fmt(high)}"
+
+
+def _how_accurate(release, publication: dict) -> str:
+    parts = ["<h3>How accurate is it?</h3>"]
+    if release.margin95 is not None:
+        spread = _margin_range(release.margin95)
+        parts.append("<p>Every published value comes with its margin of error (the column <b>margin95</b>): the value "
+                     "is within ±margin95 of what the mechanism would have published without noise at least 95% of "
+                     "the time" + (f". Here the margins are {esc(spread)}." if spread else ".")
+                     + " The margin covers the noise only: “What the published numbers are” below says what else "
+                       "moves a value.</p>")
+    else:
+        expected = release.report.get("expected_error") or {}
+        parts.append("<p>" + esc(expected.get("text") or "This release was made before dpdesk published margins "
+                                 "of error; see “Error to expect” below.") + "</p>")
+    example = _example_row(release)
+    if example is not None:
+        header, row = example
+        parts.append("<p>For example, the first row of the release:</p>"
+                     + table([row], header, css="example", numeric=tuple(range(1, len(row)))))
+    return "\n".join(parts)
+
+
 def _key_facts(release, mechanism: dict, epsilon: float, hashes: dict) -> str:
     rows = [
-        ('<td class="key">Mechanism</td>', f"<td><b>{esc(mechanism.get('name', release.mechanism))}</b></td>"),
-        ('<td class="key">Privacy level</td>', f'<td><span class="big">ε = {esc(fmt(epsilon))}</span> '
-                                                f"(ε-differential privacy, one person added or removed)</td>"),
-        ('<td class="key">Date</td>', f"<td>{esc(release.report.get('created') or release.created)}</td>"),
+        ("Mechanism", f"<b>{esc(mechanism.get('name', release.mechanism))}</b>"),
+        ("Privacy level", f'<span class="big">ε = {esc(fmt(epsilon))}</span> '
+                          "(ε-differential privacy, one person added or removed)"),
+        ("Date", esc(release.report.get("created") or release.created)),
     ]
+    publication = release.report.get("publication") or {}
+    if publication.get("form"):
+        rows.append(("Published values", esc(publication["form"])))
     ledger = release.report.get("ledger")
     if ledger:
-        rows.append(('<td class="key">Budget ledger entry</td>', f"<td>#{esc(ledger['entry'])}</td>"))
+        rows.append(("Budget ledger entry", f"#{esc(ledger['entry'])}"))
     if hashes:
-        rows.append(('<td class="key">Released files</td>',
-                     f"<td>{esc(', '.join(sorted(hashes)))} (checksums below)</td>"))
+        rows.append(("Released files", f"{esc(', '.join(sorted(hashes)))} (checksums below)"))
     return ('<table class="keyfacts" cellspacing="0" cellpadding="2">'
-            + "".join(f"<tr>{k}{v}</tr>" for k, v in rows) + "</table>")
+            + "".join(f'<tr><th scope="row" class="key">{k}</th><td>{v}</td></tr>' for k, v in rows) + "</table>")
 
 
 def _guarantee(epsilon: float) -> str:
@@ -166,6 +297,22 @@ def _guarantee(epsilon: float) -> str:
                 numeric=(1, 3))
         + "<p class=\"note\">The guarantee holds for one person. A group of k people is protected as if ε were "
           "k·ε; releases of the same data add up (their ε sum), which the steward's budget ledger tracks.</p>")
+
+
+def _publication(release, publication: dict) -> str:
+    """What the numbers in the files are: whole or raw, how they hang together, what each column means."""
+    if not publication:
+        return ""
+    from .export import column_meanings
+
+    parts = ["<h2>What the published numbers are</h2>", f"<p>{esc(publication.get('statement', ''))}</p>"]
+    parts += [f"<p>{esc(note)}</p>" for note in publication.get("notes", [])]
+    has_values = release.values is not None or release.cells is not None
+    meanings = column_meanings(release) if has_values else (release.report.get("columns") or {})
+    rows = [(f'<span class="hash">{esc(name)}</span>', esc(meaning)) for name, meaning in meanings.items()]
+    parts.append(table(rows, ["Column", "What it holds"]))
+    parts.append(f"<p>{esc(publication.get('margin_covers', ''))}</p>")
+    return "\n".join(parts)
 
 
 def _mechanism(mechanism: dict) -> str:
@@ -204,26 +351,40 @@ def _public_facts(facts: dict) -> str:
             + table(rows, ["Fact", "Value"]))
 
 
-def _parameters(mechanism_id: str, parameters: dict) -> str:
+def _parameters(mechanism_id: str, parameters: dict, publication: dict | None = None) -> str:
+    """The mechanism's settings as released, without options that only change the plots."""
     from .. import mechanisms as registry
     from ..errors import ParameterError
 
     try:
-        labels = {p.name: p.title for p in registry.get(mechanism_id).params}
+        schema = {p.name: p for p in registry.get(mechanism_id).params}
     except ParameterError:  # a mechanism this version does not know: list its parameters by name
-        labels = {}
-    rows = [(esc(labels.get(key, key)), f'<span class="hash">{esc(key)}</span>', esc(fmt(value)))
-            for key, value in parameters.items()]
+        schema = {}
+    whole = (publication or {}).get("form") == "whole numbers ≥ 0"
+    rows = []
+    for key, value in parameters.items():
+        param = schema.get(key)
+        if param is not None and param.plots_only:
+            continue  # changes what dpdesk computes for its plots, never what is published
+        shown = fmt(value)
+        if key == "clamp" and whole and not value:
+            shown += " (the published whole numbers are never below 0 all the same)"
+        rows.append((esc(param.title if param else key), f'<span class="hash">{esc(key)}</span>', esc(shown)))
     if not rows:
         return "<h2>Parameters</h2><p>The mechanism takes no parameters.</p>"
     return "<h2>Parameters</h2>" + table(rows, ["Parameter", "Name", "Value"])
 
 
-def _choice(how_chosen) -> str:
-    text = how_chosen or "not stated"
+def _choice(report: dict) -> str:
+    """What the steward states about the choice, and what dpdesk observed (older files: the statement only)."""
+    choice = report.get("choice") or {}
+    stated = choice.get("stated") or report.get("how_chosen") or "not stated"
+    observed = choice.get("observed") or NOT_OBSERVED
     return ("<h2>How the mechanism was chosen</h2>"
-            f'<p class="box">{esc(text)}</p>'
-            f'<p class="note">As stated by the data steward. {esc(CHOICE_WARNING)}</p>')
+            f'<p class="box">{esc(stated)}</p>'
+            '<p class="note">As stated by the data steward.</p>'
+            f"<p>What dpdesk observed: {esc(observed)}.</p>"
+            f'<p class="note">{esc(CHOICE_WARNING)}</p>')
 
 
 def _expected_error(expected, notes: list) -> str:
@@ -237,8 +398,9 @@ def _expected_error(expected, notes: list) -> str:
                  if key not in _ERROR_LABELS and key != "text"]
         if rows:
             parts.append(table(rows, ["Quantity", "Value"], numeric=(1,)))
-        parts.append('<p class="note">Computed from the public parameters only (ε, the declared bounds and the '
-                     "number of released values), not from the data.</p>")
+        parts.append('<p class="note">Computed from public settings only (ε, the declared bounds, the number of '
+                     "released values) and, where the mechanism chose a setting privately (a group size, a threshold), "
+                     "from that choice; never from the records directly.</p>")
     else:
         parts.append("<p>This mechanism's error depends on the data itself, so no figure computed from public "
                      "parameters alone can be given here.</p>")

@@ -752,3 +752,16 @@ def test_calibrated_tuning_counts_the_spread_column_sampling_hides():
     print(chosen, errors["gs"].mean() / errors["gs-s-col"].mean())
     assert chosen == [1, 1, 1, 1]
     assert errors["gs"].mean() <= 0.15 * errors["gs-s-col"].mean()
+
+
+def test_row_sampling_rate_for_a_generous_bound_does_not_overflow():
+    """ε·Δ/2 above ~710 overflowed e^x (a traceback for gs-s-row at ε = 2, Δ = 2000)."""
+    from dpdesk.mechanisms.gs import row_sampling_rate
+
+    rate = row_sampling_rate(2.0, 2000)
+    assert 0 < rate < 1e-300 or rate == 0.0
+    assert row_sampling_rate(2.0, 700) == pytest.approx(math.expm1(1.0) / math.expm1(700.0))
+    assert math.isclose(row_sampling_rate(1.0, 1500), math.expm1(0.5) * math.exp(-750.0) / -math.expm1(-750.0))
+    data = dpdesk.from_matrix(np.eye(6, dtype=int))
+    release = dpdesk.release(data, "gs-s-row", epsilon=2.0, bound=2000, rng=1)
+    assert release.values.size == 6

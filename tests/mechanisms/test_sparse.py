@@ -214,10 +214,10 @@ def test_cli_release_on_adult(tmp_path, data_dir, dpdesk_home):
     result = run("release", data_dir / "adult.data.gz", "--format", "records", "--attributes",
                  ",".join(map(str, ADULT_ATTRIBUTES)), "--mechanism", "filter2", "--epsilon", "1",
                  "--param", "target_size=6000", "--param", "nonzeros=7000", "--out", out,
-                 "--domains", "from-data", "--domains-are-public")
+                 "--domains", "from-data", "--domains-are-public", "--raw")  # raw: negative counts listed too
     assert result.returncode == 0, result.stderr
     table = pd.read_csv(out / "release.csv")
-    assert list(table.columns) == ["cell", "label", "value"] and 3000 < len(table) < 15000
+    assert list(table.columns) == ["cell", "label", "value", "margin95"] and 3000 < len(table) < 15000
     refused = run("release", data_dir / "adult.data.gz", "--format", "records", "--attributes", "1,3",
                   "--mechanism", "priority", "--epsilon", "1", "--out", tmp_path / "x",
                   "--domains", "from-data", "--domains-are-public")

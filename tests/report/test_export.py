@@ -179,11 +179,17 @@ def test_csv_parquet_and_json_hold_the_same_release_and_public_metadata(dpdesk_h
     import pyarrow.parquet as pq
 
     embedded = json.loads(pq.read_schema(out / "release.parquet").metadata[b"dpdesk.release"])
-    assert embedded == {k: v for k, v in metadata.items() if k not in ("values", "files_sha256", "ledger")}
+    assert embedded == {k: v for k, v in metadata.items()
+                        if k not in ("values", "files_sha256", "ledger", "dataset_budget")}
     entry = Ledger.open().entries()[-1]
-    # the data files' hashes are in the entry; release.json carries the entry's own hash instead
-    assert set(entry.files) == {"release.csv", "release.parquet"}
+    # the data files' hashes are in the entry (with those of the raw values' files, for `export --raw`);
+    # release.json carries the entry's own hash instead, and the dataset's total as of the entry
+    assert set(entry.files) == {"release.csv", "release.parquet", "raw/release.csv", "raw/release.parquet"}
     assert metadata["ledger"] == {"entry": entry.id, "entry_hash": entry.hash, "ledger": Ledger.open().ledger_id()}
+    assert metadata["dataset_budget"] == {"dataset": "shop", "epsilon_spent": 0.5, "delta_spent": 0.0,
+                                          "releases": 1, "cap": 3.0}
+    assert list(csv.columns) == ["item", "noisy_count", "margin95"]
+    assert metadata["columns"]["margin95"].startswith("The margin of error of the value in the same row")
     report = public_report_html(_release_with_report(metadata), entry.files)
     assert "on public stand-in data before seeing any result" in report
 

@@ -28,6 +28,7 @@ import scipy.sparse as sp
 import dpdesk
 from dpdesk.privacy.ledger import Ledger
 from dpdesk.workflow import INTERNAL_REPORT_FILE, INTERNAL_REPORT_FILES, release_to_files
+from tests.report.test_public_report import without_example
 
 N_ROWS = 110_017
 ROWS_WITH_ITEMS = 104_729
@@ -162,7 +163,8 @@ def test_no_true_value_in_public_files(crafted, forbidden, mechanism_id, tmp_pat
 
     report = (out / "privacy-report.html").read_text(encoding="utf-8")
     assert "Privacy report" in report and "ε = 0.5" in report
-    assert leaks(report, values) == []
+    # the example row is the first published (noisy) value, which may equal a true count by chance
+    assert leaks(without_example(report), values) == []
 
     metadata = json.loads((out / "release.json").read_text(encoding="utf-8"))
     assert len(metadata.pop("values")) == N_ITEMS  # the noisy counts may equal a true one by chance
@@ -196,7 +198,9 @@ def test_no_true_value_in_the_pdf_text(crafted, forbidden, tmp_path, dpdesk_home
     text = subprocess.run(["pdftotext", "-layout", str(out / "privacy-report.pdf"), "-"], check=True,
                           capture_output=True, text=True).stdout
     assert "Privacy report" in text and "crafted" in text
-    assert leaks(text, forbidden) == []
+    example = [line for line in text.splitlines() if "product-0000" in line]  # the first row, noisy
+    assert len(example) == 1
+    assert leaks(text.replace(example[0], ""), forbidden) == []
     # the same search finds the true values in the internal report's PDF, where they belong
     (internal_path,) = (dpdesk_home / "internal-reports").glob(f"entry-*-{INTERNAL_REPORT_FILES['pdf']}")
     internal = subprocess.run(["pdftotext", "-layout", str(internal_path), "-"], check=True,
@@ -234,7 +238,7 @@ def test_no_true_value_in_public_files_cells(mechanism_id, tmp_path, dpdesk_home
     # so; the cell counts themselves never are
     values = Forbidden({f"count {k}": number_forms(c) for k, c in enumerate(data.counts)}, data.fingerprint)
     report = (out / "privacy-report.html").read_text(encoding="utf-8")
-    assert leaks(report, values) == []
+    assert leaks(without_example(report), values) == []
     metadata = json.loads((out / "release.json").read_text(encoding="utf-8"))
     metadata.pop("values")
     assert leaks(json.dumps(metadata, ensure_ascii=False), values) == []

@@ -53,14 +53,15 @@ def test_released_through_the_workflow_the_report_has_every_part(dpdesk_home, da
     entry = Ledger.open().entries()[-1]
     assert re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", text) and f"#{entry.id}" in text and entry.hash in text
     for name, digest in entry.files.items():
-        assert name in text and digest in text
+        if not name.startswith("raw/"):  # the raw form's files (for `export --raw`) are not published here
+            assert name in text and digest in text
     # plain-language guarantee: odds before and after
     assert f"{math.exp(0.7):.4g}" in text
     posterior, odds = odds_after(0.7, 0.5)
     assert f"at most {100 * posterior:.3g}%" in text and f"at most {odds:.3g} : 1" in text
     # expected error from public parameters, with the clamping note
     scale = 3 / 0.7
-    assert "95% of counts lie within ±" in text and f"{scale:,.3g}" in text
+    assert "95% of counts lie within ±" in text and "of the count without noise" in text and f"{scale:,.3g}" in text
     assert "Negative noisy counts are set to 0" in text
     # the dataset name, escaped
     assert "survey <2024>" in text and "survey &lt;2024&gt;" in report
@@ -108,13 +109,21 @@ def test_the_report_is_self_contained(data):
     assert "DejaVu Sans" in report  # system fonts only
 
 
+def without_example(report: str) -> str:
+    """The report without its example row (the first published value: noisy, public like the files)."""
+    return re.sub(r'<table class="example".*?</table>', "", report, flags=re.S)
+
+
 def test_no_true_data_or_internal_facts_are_read(data, monkeypatch):
-    """The report is built from the public report dict only: poisoning every true-data field of
-    the release changes nothing."""
+    """The report is built from the public report dict (and, as an example, the first published value)
+    only: poisoning every true-data field of the release changes nothing; changing the published values
+    changes only the example row."""
     release = dpdesk.release(data, "lpa", epsilon=1.0, bound=3)
     before = public_report_html(release, HASHES)
-    release.values = np.full(9, 987654321.0)
     release.internal = {"rows_truncated": 987654321}
     release.diagnostics = {"x": "987654321"}
     release.dataset_fingerprint = "987654321" * 7
     assert public_report_html(release, HASHES) == before
+    release.values = np.full(9, 987654321.0)
+    after = public_report_html(release, HASHES)
+    assert "987,654,321" in after and without_example(after) == without_example(before)

@@ -45,6 +45,7 @@ from ...privacy.noise import discrete_laplace, discrete_laplace_quantile
 from .. import register
 from ..base import CellSummary, Mechanism, Param
 from ..counts import CLAMP
+from ..publish import discrete_laplace_margin
 from .dyadic import DyadicTree
 from .laws import Selection, noise_mu, zero_law
 from .shortcut import (TOP_LEVEL, Summary, add_noise, explicit_priority, explicit_threshold, first_level,
@@ -426,7 +427,8 @@ class SparseMechanism(Mechanism):
         cells = CellSummary(summary.indices.astype(np.int64), summary.values.astype(np.int64),
                             summary.weights, info)
         internal = {"nonzero_cells": data.n_cells, "total": data.total, **summary.internal}
-        release = self.new_release(data, epsilon, params, budget, source, cells=cells, internal=internal)
+        release = self.new_release(data, epsilon, params, budget, source, cells=cells, internal=internal,
+                                   noise_margin=discrete_laplace_margin(scale))
         report = release.report
         method = self.method_of(params)
         how = _facts_text(_uses(method, params), params, estimates)
@@ -499,6 +501,58 @@ class SparseMechanism(Mechanism):
                "with random bits in exact arithmetic (no floating-point probability), so the equality of "
                "distributions holds exactly, not up to rounding.")
 
+    # -- publication --------------------------------------------------------------------
+    def whole_cells(self, cells: CellSummary) -> CellSummary:
+        """Listed values (noisy counts, whole already) of 0 or below are left out; weights are rounded.
+
+        A cell that is not listed reads as 0, so leaving out the negative ones is the same as
+        setting them to 0. The weights (estimates of each listed cell's count that make sums
+        unbiased) are rounded half up like values; sums of them are then slightly biased
+        upwards, which is why analysts who add them up may prefer the raw values.
+        """
+        keep = np.asarray(cells.values) > 0
+        weights = None if cells.weights is None else np.floor(np.asarray(cells.weights)[keep] + 0.5)
+        info = dict(cells.info)
+        if info.get("labels") is not None:
+            info["labels"] = [label for label, kept in zip(info["labels"], keep) if kept]
+        return CellSummary(cells.indices[keep], np.asarray(cells.values)[keep], weights, info)
+
+    def publication_notes(self, params, whole):
+        method = self.method_of(params)
+        item = "range" if self.id == "dyadic" else "cell"
+        if method == "geometric":
+            absent = (f"A {item} that is not listed has a published value of 0 (its noisy count was "
+                      + ("0 or below)." if whole else "0)."))
+        elif method in ("filter", "filter2"):
+            absent = (f"A {item} that is not listed is published as 0: its noisy count was below the filter "
+                      "threshold θ" + (" in absolute value" if method == "filter2" else "") + ".")
+        elif method in ("filter-threshold", "filter-priority"):
+            absent = (f"A {item} that is not listed is published as 0: its noisy count was below the filter threshold "
+                      "θ in absolute value, or it was not drawn into the sample.")
+        else:
+            absent = f"A {item} that is not listed is published as 0: it was not drawn into the sample."
+        notes = [absent]
+        if whole and method != "geometric":
+            notes.append(f"Listed {item}s whose noisy count is below 1 are left out (read as 0), so every listed value "
+                         "is a whole number of at least 1" + (" and every weight is rounded to a whole number."
+                                                              if method not in ("filter", "filter2") else "."))
+        if method not in ("geometric", "filter", "filter2"):
+            notes.append("The weight column estimates each listed cell's count including what the sampling left out; "
+                         "added up over many cells, " + ("the raw weights" if whole else "the weights")
+                         + " give unbiased sums.")
+        return tuple(notes)
+
+    def margin_notes(self, params):
+        notes = []
+        if self.method_of(params) != "geometric":
+            notes.append("It is the noise added to every cell before the summary was taken: the cells listed are "
+                         "those with large noisy counts, so among listed cells whose true count is small the noise "
+                         "exceeds the margin more often than 5% of the time.")
+        if self.method_of(params) not in ("geometric", "filter", "filter2"):
+            notes.append("It applies to the value column; the weights also carry the error of sampling, which "
+                         "depends on the data.")
+        return tuple(notes)
+
     def expected_error(self, epsilon, params, facts):
         domain = facts.get("domain size m (cells)")
         if domain is None:
@@ -508,9 +562,11 @@ class SparseMechanism(Mechanism):
         scale = self.sensitivity_for(domain) / epsilon
         z95 = discrete_laplace_quantile(scale, 0.95)
         return {"noise_scale": scale, "within_95": z95,
-                "text": f"Every listed value is a true count plus noise of scale {scale:,.3g}: 95% lie within "
-                        f"±{z95:,.0f} of the truth. Summaries leave out small noisy counts, so sums over many "
-                        "cells also miss what was left out (sampling weights correct for it on average)."}
+                "text": f"Every cell's noisy count is its true count plus noise of scale {scale:,.3g}: 95% of them lie "
+                        f"within ±{z95:,.0f} of the truth. A summary lists the cells whose noisy count is large, so "
+                        "small counts among the listed ones are more often further off. Summaries leave out small "
+                        "noisy counts, so sums over many cells also miss what was left out (sampling weights correct "
+                        "for it on average)."}
 
 
 FACT_NAMES = {"nonzeros": "non-empty cells n", "total": "people ‖M‖₁"}
@@ -660,13 +716,25 @@ class Sketch(SparseMechanism):
                 "hash_key": key.hex(), "index_bytes": index_bytes(data.domain_size)}
         cells = CellSummary(np.arange(width * depth, dtype=np.int64), values, None, info)
         release = self.new_release(data, epsilon, params, budget, source, cells=cells,
-                                   internal={"nonzero_cells": data.n_cells, "total": data.total})
+                                   internal={"nonzero_cells": data.n_cells, "total": data.total},
+                                   noise_margin=discrete_laplace_margin(depth / epsilon))
         release.report["summary"] = {
             "method": "count sketch", "width w": width, "depth d": depth, "sensitivity d": depth,
             "noise scale d/ε": depth / epsilon, "hash": "simple tabulation; tables = SHA-256(key ‖ counter), "
             "bucket = top 32 bits × w / 2³², sign = lowest bit", "hash key": key.hex(),
             "cell of bucket b in row j": "j·w + b"}
         return release
+
+    def whole_cells(self, cells):
+        """Buckets are signed whole numbers already and are published as they are (see ``publish``)."""
+        return cells
+
+    def publication_notes(self, params, whole):
+        return ("Every bucket of the sketch is listed.",)
+
+    def margin_notes(self, params):
+        return ("It is the noise on each bucket; a cell's estimate read from its bucket also includes the other "
+                "cells hashed to the same bucket, which depends on the data.",)
 
     def report_notes(self, params):
         yield ("The hash functions are drawn before the data is read and published; exact discrete Laplace noise "
