@@ -27,6 +27,7 @@ from ..evaluation.compare import Entry, run_comparison
 from ..evaluation.metrics import METRIC_LABELS, top_k, topk_accuracy
 from ..evaluation.summaries import error_vs_range_size, error_vs_summary_size
 from ..evaluation.standin import DeclaredFacts, synthetic_cells, synthetic_incidence
+from . import theme
 from .state import AppState
 from .widgets import Banner, PlotPanel, colour, heading, show_error
 from .workers import Task
@@ -349,7 +350,7 @@ class ComparePage(QWidget):
         self.per_run = {}
         for i, label in enumerate(labels):
             name = QLabel(label)
-            name.setStyleSheet(f"color:{colour(i)}; font-weight:bold;")
+            name.setStyleSheet(f"color:{theme.on_window(colour(i)).name()}; font-weight:bold;")
             bar = QProgressBar()
             bar.setRange(0, self.runs_per_entry)
             bar.setValue(0)
@@ -480,7 +481,7 @@ class ComparePage(QWidget):
         panel.plot.setLogMode(x=False, y=False)
         if true.size <= 3000:
             panel.add_series("items", true, noisy, 0, line=False)
-            panel.plot.plot([0, top], [0, top], pen=pg.mkPen("#888888", style=Qt.DashLine), name="no error")
+            panel.plot.plot([0, top], [0, top], pen=pg.mkPen(theme.muted(), style=Qt.DashLine), name="no error")
             panel.set_caption("Each dot is one item: its true count (across) and its released count (up). Dots on "
                               "the dashed diagonal are exact; the vertical spread is the noise.")
         else:
@@ -494,7 +495,7 @@ class ComparePage(QWidget):
             image.setColorMap(pg.colormap.get("viridis"))
             image.setRect(0, 0, edge, edge)
             panel.plot.addItem(image)
-            panel.plot.plot([0, edge], [0, edge], pen=pg.mkPen("#444444", style=Qt.DashLine))
+            panel.plot.plot([0, edge], [0, edge], pen=pg.mkPen(theme.muted(), style=Qt.DashLine))
             panel.plot.setLabel("bottom", "true count (log10 of count+1)")
             panel.plot.setLabel("left", "released count (log10 of count+1)")
             panel._series = [("items", lt, ln)]
@@ -599,7 +600,7 @@ def plot_diagnostic(panel: PlotPanel, diagnostic) -> None:
             line = pg.InfiniteLine(pos=position, angle=90, label=f"{name.replace('_', ' ')} = {value:g}",
                                    pen=pg.mkPen(colour(index), style=Qt.DashLine),
                                    labelOpts={"position": 0.92 - 0.1 * markers, "color": colour(index),
-                                              "fill": (255, 255, 255, 210)})
+                                              "fill": theme.translucent_base(210)})
             panel.plot.addItem(line)
             index += 1
             markers += 1

@@ -21,7 +21,7 @@ from ..privacy.ledger import Ledger
 from ..workflow import (CHOSEN_ON_STANDIN, CHOSEN_ON_TRUE_DATA, DEFAULT_CHOSEN, INTERNAL_REPORT_FILE, REPORT_FILES,
                         export_release, internal_reports_dir, observed_choice, secure_release, stated_default)
 from .state import AppState
-from .widgets import Banner, explanation, heading, show_error
+from .widgets import Banner, ThemedPlot, colour, error_text, explanation, heading, show_error
 from .workers import Task
 
 CHOICES = [
@@ -170,7 +170,7 @@ class ReleasePage(QWidget):
         self.table.setSortingEnabled(True)
         self.table.setAccessibleName("Released noisy counts")
         preview.addWidget(self.table)
-        self.histogram = pg.PlotWidget()
+        self.histogram = ThemedPlot()
         self.histogram.setLabel("bottom", "released count")
         self.histogram.setLabel("left", "items")
         self.histogram.setAccessibleName("Histogram of the released counts")
@@ -256,7 +256,7 @@ class ReleasePage(QWidget):
         name, declaration = self.state.dataset_name, self.state.domain_declaration
         self.publication.setText(f"<b>{name or '(not named)'}</b>; published list: "
                                  + (declaration.describe() if declaration is not None else
-                                    "<span style='color:#8B0000'>not declared yet — press Change…</span>"))
+                                    error_text("not declared yet — press Change…")))
         ready = ready and declaration is not None and bool(name)
         try:
             status = self._ledger().status(name or "(not named)")
@@ -399,7 +399,7 @@ class ReleasePage(QWidget):
             low, high = np.percentile(values, [0.5, 99.5]) if values.size > 200 else (values.min(), values.max())
             shown = values[(values >= low) & (values <= high)]
             counts, edges = np.histogram(shown, bins=min(60, max(5, int(np.sqrt(shown.size)))))
-            self.histogram.addItem(pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=counts, brush="#009E73"))
+            self.histogram.addItem(pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=counts, brush=colour(2)))
             hidden = values.size - shown.size
             self.histogram.setTitle(f"{hidden:,} extreme values outside the range shown" if hidden else None,
                                     size="9pt")

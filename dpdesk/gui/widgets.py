@@ -14,18 +14,20 @@ from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QHeaderView, QL
                                QSizePolicy, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ..errors import DpdeskError
+from . import theme
 
-# Okabe–Ito: distinguishable with every common form of colour blindness
+# Okabe–Ito: distinguishable with every common form of colour blindness (black: the palette's text)
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
 DASHES = [Qt.SolidLine, Qt.DashLine, Qt.DotLine, Qt.DashDotLine, Qt.DashDotDotLine]
 
-pg.setConfigOptions(antialias=True, background="w", foreground="#222222")
+pg.setConfigOptions(antialias=True)
 
 log = logging.getLogger("dpdesk.gui")
 
 
 def colour(index: int) -> str:
-    return PALETTE[index % len(PALETTE)]
+    """Series ``index``'s colour, visible on the current palette's plot background."""
+    return theme.series_colour(PALETTE[index % len(PALETTE)]).name()
 
 
 def pen(index: int, width: float = 2.0):
@@ -33,24 +35,33 @@ def pen(index: int, width: float = 2.0):
 
 
 class Banner(QLabel):
-    """A coloured strip with an important sentence (e.g. "these plots use the true data")."""
+    """A tinted strip with an important sentence (e.g. "these plots use the true data"); its colours
+    come from the palette (theme.banner_colours) and follow it when it changes."""
 
-    STYLES = {
-        "warning": "background:#FFF4D6; border:1px solid #E6B800; color:#4D3B00;",
-        "info": "background:#E8F1FA; border:1px solid #7FA7D1; color:#0B2A4A;",
-        "danger": "background:#FBE3E3; border:1px solid #C94B4B; color:#5A0B0B;",
-        "ok": "background:#E5F5EC; border:1px solid #4CA773; color:#0D3B22;",
-    }
+    KINDS = tuple(theme.ACCENTS)
 
     def __init__(self, text: str = "", kind: str = "warning", parent=None):
         super().__init__(text, parent)
         self.setWordWrap(True)
         self.setTextFormat(Qt.RichText)
+        self.kind = kind
         self.set_kind(kind)
         self.setAccessibleName("Notice")
+        theme.on_palette_change(self._restyle)
 
     def set_kind(self, kind: str) -> None:
-        self.setStyleSheet(f"QLabel {{{self.STYLES[kind]} border-radius:4px; padding:8px;}}")
+        if kind not in self.KINDS:
+            raise ValueError(f"unknown banner kind {kind!r}")
+        self.kind = kind
+        self._restyle()
+
+    def colours(self) -> theme.Tint:
+        return theme.banner_colours(self.kind)
+
+    def _restyle(self) -> None:
+        tint = self.colours()
+        self.setStyleSheet(f"QLabel {{background:{tint.background.name()}; border:1px solid {tint.border.name()}; "
+                           f"color:{tint.text.name()}; border-radius:4px; padding:8px;}}")
 
 
 def heading(text: str, level: int = 1) -> QLabel:
@@ -67,18 +78,60 @@ def explanation(text: str) -> QLabel:
     label = QLabel(text)
     label.setWordWrap(True)
     label.setTextFormat(Qt.RichText)
-    label.setStyleSheet("color:#333333;")
     label.setOpenExternalLinks(False)
     return label
 
 
+def error_text(text: str) -> str:
+    """Rich text for a short error sentence in the danger accent, readable on the window."""
+    return f"<span style='color:{theme.accent_text('danger').name()}'>{text}</span>"
+
+
+class InternalBadge(QLabel):
+    """"INTERNAL": a solid label in the danger accent, its colours from the palette."""
+
+    def __init__(self, parent=None):
+        super().__init__("INTERNAL — true data, not for publication", parent)
+        self.setAccessibleName("Internal information: true data, not for publication")
+        self.setSizePolicy(QSizePolicy.Maximum, QSizePolicy.Fixed)
+        self._restyle()
+        theme.on_palette_change(self._restyle)
+
+    def colours(self) -> theme.Tint:
+        return theme.badge_colours("danger")
+
+    def _restyle(self) -> None:
+        tint = self.colours()
+        self.setStyleSheet(f"QLabel {{background:{tint.background.name()}; color:{tint.text.name()}; "
+                           "font-weight:bold; padding:2px 6px; border-radius:3px;}")
+
+
 def internal_badge() -> QLabel:
-    badge = QLabel("INTERNAL — true data, not for publication")
-    badge.setStyleSheet("QLabel {background:#C94B4B; color:white; font-weight:bold; padding:2px 6px;"
-                        " border-radius:3px;}")
-    badge.setAccessibleName("Internal information: true data, not for publication")
-    badge.setSizePolicy(QSizePolicy.Maximum, QSizePolicy.Fixed)
-    return badge
+    return InternalBadge()
+
+
+class ThemedPlot(pg.PlotWidget):
+    """A pyqtgraph plot whose background, axes, labels and legend take the palette's base and text
+    colours, and follow the palette when it changes (pyqtgraph's own defaults are fixed colours)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.apply_palette()
+        theme.on_palette_change(self.apply_palette)
+
+    def apply_palette(self) -> None:
+        background, foreground = theme.plot_colours()
+        pg.setConfigOptions(background=background, foreground=foreground)  # for items added later
+        self.setBackground(background)
+        item = self.getPlotItem()
+        for name in ("left", "bottom", "right", "top"):
+            axis = item.getAxis(name)
+            axis.setPen(foreground)
+            axis.setTextPen(foreground)
+        if item.titleLabel is not None and item.titleLabel.text:
+            item.titleLabel.setText(item.titleLabel.text, color=foreground)
+        if item.legend is not None:
+            item.legend.setLabelTextColor(foreground)
 
 
 def fill_table(table: QTableWidget, headers: list[str], rows: list[list]) -> None:
@@ -127,7 +180,7 @@ class DataSummaryView(QWidget):
         self.table.setAccessibleName("Summary of the data (internal)")
         self.table.setMaximumHeight(max_table_height)
         layout.addWidget(self.table)
-        self.histogram = pg.PlotWidget()
+        self.histogram = ThemedPlot()
         self.histogram.setLabel("bottom", "items per person")
         self.histogram.setLabel("left", "people")
         self.histogram.setMinimumHeight(160)
@@ -141,7 +194,7 @@ class DataSummaryView(QWidget):
         self.histogram.setVisible(data.kind == "incidence")
         if data.kind == "incidence":
             counts, edges = data.row_length_histogram()
-            self.histogram.addItem(pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=counts, brush=PALETTE[0]))
+            self.histogram.addItem(pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=counts, brush=colour(0)))
 
 
 class PlotPanel(QFrame):
@@ -169,18 +222,18 @@ class PlotPanel(QFrame):
         for button in (self.table_button, self.png_button, self.svg_button):
             top.addWidget(button)
         layout.addLayout(top)
-        self.plot = pg.PlotWidget()
+        self.plot = ThemedPlot()
         self.plot.setAccessibleName(f"Plot: {title}")
         self.plot.setMinimumHeight(220)
         self.plot.showGrid(x=True, y=True, alpha=0.25)
         self.legend = self.plot.addLegend(offset=(-10, 10))
+        self.plot.apply_palette()  # the legend too
         if x_label:
             self.plot.setLabel("bottom", x_label)
         if y_label:
             self.plot.setLabel("left", y_label)
         layout.addWidget(self.plot, 1)
         self.readout = QLabel(" ")
-        self.readout.setStyleSheet("color:#555555;")
         self.readout.setAccessibleName("Value under the mouse pointer")
         layout.addWidget(self.readout)
         self.caption = explanation(caption)

@@ -18,7 +18,7 @@ from ..data.textio import read_raw
 from ..errors import DpdeskError
 from ..paths import sample_path
 from .publication import PublicationPage
-from .widgets import Banner, DataSummaryView, explanation, fill_table
+from .widgets import Banner, DataSummaryView, error_text, explanation, fill_table
 from .workers import Task
 
 FORMAT_NAMES = {
@@ -293,10 +293,10 @@ class MappingPage(QWizardPage):
 
     def validatePage(self) -> bool:
         if self.fmt == "pairs" and self.person.currentData() == self.item.currentData():
-            self.setSubTitle("<span style='color:#A00'>The person and the item must be different columns.</span>")
+            self.setSubTitle(error_text("The person and the item must be different columns."))
             return False
         if self.fmt == "records" and self.as_cells.isChecked() and not self.options().get("attributes"):
-            self.setSubTitle("<span style='color:#A00'>Tick at least one attribute.</span>")
+            self.setSubTitle(error_text("Tick at least one attribute."))
             return False
         return True
 
