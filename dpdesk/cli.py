@@ -17,6 +17,8 @@ from . import __version__
 from .errors import DpdeskError, ParameterError
 
 EXIT_USAGE = 2
+# the GUI's colour themes (dpdesk.gui.theme.THEMES, not imported here: the CLI runs without Qt)
+THEMES = ("system", "light", "dark", "high-contrast")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -504,7 +506,7 @@ def cmd_gui(args) -> int:
         return 1
     from .gui.app import run_app
 
-    return run_app(args.file, sample=args.sample)
+    return run_app(args.file, sample=args.sample, theme=args.theme)
 
 
 def cmd_sample(args) -> int:
@@ -529,6 +531,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("gui", help="open the desktop application (the default)")
     p.add_argument("file", nargs="?", help="a data file or a .dpdesk project to open")
     p.add_argument("--sample", action="store_true", help="open the bundled sample dataset")
+    p.add_argument("--theme", choices=THEMES, default=None,
+                   help="colours: the desktop's own (system, the default), light, dark or high-contrast "
+                        "(also DPDESK_THEME)")
     p.set_defaults(func=cmd_gui)
 
     p = sub.add_parser("sample", help="copy the bundled sample dataset (groceries.csv.gz) into a folder")

@@ -105,7 +105,7 @@ def help_entries() -> tuple[HelpEntry, ...]:
         fields, body = _read(path)
         terms.append(HelpEntry(path.stem, "term", fields["title"], body, _listed(fields.get("keywords", "")),
                                _picture(fields, path.stem), _listed(fields.get("see", ""))))
-    entries += sorted(terms, key=lambda e: _fold(e.title.lstrip("εΔδ ")))
+    entries += sorted(terms, key=lambda e: _sort_key(e.title))
     for mechanism in registry.all_mechanisms():
         path = help_dir() / "mechanisms" / f"{mechanism.id}.md"
         if not path.is_file():
@@ -131,6 +131,12 @@ def page_entry_id(page: str) -> str:
     if page not in PAGES:
         raise KeyError(page)
     return f"page-{page}"
+
+
+def _sort_key(title: str) -> str:
+    """Words sort by their name in letters: "ε (epsilon) — …" under e, "Δ (delta) — …" under d."""
+    named = re.match(r"^\S+\s*\(([^)]+)\)", title)
+    return _fold(named.group(1) if named else title)
 
 
 def _fold(text: str) -> str:
@@ -223,6 +229,14 @@ class Progress:
     exported: bool = False
     publication_declared: bool = True  # who the data is about and where the published list comes from
     cells: bool = False             # a table of cells (no Δ)
+
+
+def needs_bound(mechanism_ids, bound: int | None) -> bool:
+    """Whether one of these mechanisms requires the declared bound Δ and none is declared (from their schemas)."""
+    if bound is not None:
+        return False
+    return any(param.name == "bound" and param.required
+               for mechanism_id in mechanism_ids for param in registry.get(mechanism_id).params)
 
 
 IMPORT = "import data: File → Import data… (Ctrl+O), or Open the sample data (Ctrl+Shift+D) to try dpdesk"

@@ -442,9 +442,10 @@ def dyadic() -> Svg:
         for j in range(leaves >> level):
             x = x0 + j * width * (1 << level)
             on = (level, j) in chosen
-            svg.rect(x + 2, y, width * (1 << level) - 4, height, BLUE if on else FAINT, None if on else MUTED, rx=3)
+            svg.rect(x + 2, y, width * (1 << level) - 4, height, FAINT, BLUE if on else MUTED, 3.0 if on else 1.0,
+                     rx=3)
             if level == 0:
-                svg.text(x + width / 2, y + 14, str(j), 10, anchor="middle", fill=PAPER if on else INK)
+                svg.text(x + width / 2, y + 14, str(j), 10, anchor="middle")
     svg.rect(x0 + width + 2, 154, 6 * width - 4, 4, ORANGE)
     svg.text(x0 + width, 172, "the range of cells 1 to 6 = 4 noisy nodes", 10.5)
     svg.text(22, 14, "L = 4 levels: cells, pairs, fours, eights", 10.5)

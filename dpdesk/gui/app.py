@@ -52,22 +52,28 @@ def install_excepthook(window) -> None:
     sys.excepthook = hook
 
 
-def make_app(argv=None):
+def make_app(argv=None, theme: str | None = None):
+    """The QApplication, in the Fusion style; ``theme`` (light, dark, high-contrast; default
+    ``DPDESK_THEME``, else the desktop's own palette) sets its colours."""
     from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
 
+    from .theme import apply_theme, chosen_theme
+
+    name = chosen_theme(theme)  # a misspelt theme is an error before any window opens
     # hand the GIL back to the GUI thread sooner while a worker thread computes (smoother event loop)
     sys.setswitchinterval(0.001)
     app = QApplication.instance() or QApplication(argv or sys.argv[:1])
     app.setApplicationName("dpdesk")
     app.setOrganizationName("dpdesk")
     app.setStyle("Fusion")
+    apply_theme(app, name)
     app.setDesktopFileName("dpdesk")  # matches packaging/dpdesk.desktop (menu entry, Wayland app id)
     app.setWindowIcon(QIcon(str(resources_dir() / "icons" / "dpdesk-256.png")))
     return app
 
 
-def run_app(path: str | None = None, sample: bool = False) -> int:
+def run_app(path: str | None = None, sample: bool = False, theme: str | None = None) -> int:
     from ..errors import SystemLibraryError
     from ..hostlibs import missing_sentence
 
@@ -82,10 +88,11 @@ def run_app(path: str | None = None, sample: bool = False) -> int:
     from ..data import load
     from .main_window import MainWindow
 
-    app = make_app()
+    app = make_app(theme=theme)
     window = MainWindow()
     install_excepthook(window)
     window.show()
+    window.offer_first_run_guide()
     if sample or (path is not None and str(path) == str(sample_path())):
         def open_sample():
             data = load(sample_path())

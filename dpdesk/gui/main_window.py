@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QRect, QSettings, QSize
+from PySide6.QtCore import QRect, QSettings, QSize, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMainWindow,
                                QMessageBox, QPushButton, QScrollArea, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget)
 
-from .. import __version__
+from .. import __version__, guidance
 from ..errors import DpdeskError
 from ..paths import sample_path, user_data_dir
 from ..privacy.ledger import Ledger
@@ -18,6 +18,8 @@ from ..project import Project
 from ..workflow import default_dataset_name
 from .compare_page import ComparePage
 from .configure_page import ConfigurePage
+from .first_run import FirstRunGuide
+from .help_window import HelpWindow
 from .plan_page import PlanPage
 from .release_page import ReleasePage
 from .state import AppState
@@ -25,6 +27,9 @@ from .widgets import DataSummaryView, explanation, heading, show_error
 from .wizard import ImportWizard
 
 STEPS = ["① Data", "② Configure", "③ Compare", "④ Plan", "⑤ Release"]
+PAGE_KEYS = list(guidance.PAGES)  # the steps' keys, in the same order
+GUIDE_SEEN = "guide/seen"  # settings.ini: the first-run guide was shown once
+MESSAGE_SECONDS = 10  # a passing status message, after which the next step shows again
 MAX_RECENT = 8
 PREFERRED_SIZE = QSize(1280, 820)
 # room for the window manager's title bar and borders, which Qt learns only once the window is mapped
@@ -114,7 +119,9 @@ class MainWindow(QMainWindow):
         self.ledger_label.setWordWrap(True)
         self.ledger_label.setMaximumWidth(210)
         self.ledger_label.setAccessibleName("Privacy budget ledger summary")
-        self.ledger_label.setStyleSheet("QLabel {background:#F3F3F3; border:1px solid #CCCCCC; padding:6px;}")
+        # palette roles, resolved by Qt: readable on light, dark and high-contrast desktops
+        self.ledger_label.setStyleSheet("QLabel {background:palette(alternate-base); border:1px solid palette(mid);"
+                                        " padding:6px;}")
         side.addWidget(self.ledger_label)
         layout.addLayout(side)
         self.pages = QStackedWidget()
@@ -140,15 +147,25 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.pages, 1)
         self.steps.currentRowChanged.connect(self.pages.setCurrentIndex)
         self.steps.setCurrentRow(0)
+        self.help_window: HelpWindow | None = None
+        self.guide: FirstRunGuide | None = None
         self._menus()
-        self.statusBar().showMessage("Ready. Import data to begin (File → Import data…, Ctrl+O).")
+        # the next useful step, shown whenever no passing message is (QStatusBar hides it meanwhile)
+        self.next_step_label = QLabel("")
+        self.next_step_label.setAccessibleName("The next step")
+        self.statusBar().addWidget(self.next_step_label, 1)
         self.mode_label = QLabel(f"dpdesk {__version__} · offline")
         self.statusBar().addPermanentWidget(self.mode_label)
         self.state.dataset_changed.connect(self._title)
         self.state.ledger_changed.connect(self._ledger_summary)
         self.state.dataset_changed.connect(self._ledger_summary)
+        self.steps.currentRowChanged.connect(lambda _row: self.update_next_step())
+        for signal in (self.state.dataset_changed, self.state.config_changed, self.state.comparison_changed,
+                       self.state.release_changed, self.state.ledger_changed, self.state.exported):
+            signal.connect(self.update_next_step)
         self._title()
         self._ledger_summary()
+        self.update_next_step()
 
     # -- menus ---------------------------------------------------------------------------
     def _menus(self) -> None:
@@ -170,7 +187,12 @@ class MainWindow(QMainWindow):
         self._action(run, "Run &comparison", lambda: (self.steps.setCurrentRow(2), self.compare_page.run()), "Ctrl+R")
         self._action(run, "&Cancel comparison", self.compare_page.cancel, "Esc")
         help_menu = self.menuBar().addMenu("&Help")
-        self._action(help_menu, "How dpdesk protects privacy", self.show_guide, QKeySequence.HelpContents)
+        self._action(help_menu, "Help for &this page", self.help_for_current_page, QKeySequence.HelpContents)
+        self._action(help_menu, "Help and &glossary (search)…", self.search_help)
+        self._action(help_menu, "How dpdesk &protects privacy", lambda: self.show_help("privacy"))
+        help_menu.addSeparator()
+        self._action(help_menu, "Getting &started guide…", self.start_guide)
+        help_menu.addSeparator()
         self._action(help_menu, "&About dpdesk", self.show_about)
 
     def _action(self, menu, text, slot, shortcut=None) -> QAction:
@@ -188,7 +210,7 @@ class MainWindow(QMainWindow):
             name, declaration = wizard.publication()
             self.state.set_dataset(wizard.dataset, wizard.settings(), name, declaration)
             self._remember(wizard.settings()["path"])
-            self.statusBar().showMessage(f"Loaded {wizard.dataset.describe()}.")
+            self.statusBar().showMessage(f"Loaded {wizard.dataset.describe()}.", MESSAGE_SECONDS * 1000)
             return True
         return False
 
@@ -221,7 +243,7 @@ class MainWindow(QMainWindow):
         self.state.project_path = Path(path)
         self.state.dirty = False
         self._remember(path)
-        self.statusBar().showMessage(f"Opened project {Path(path).name}.")
+        self.statusBar().showMessage(f"Opened project {Path(path).name}.", MESSAGE_SECONDS * 1000)
 
     def save_project(self, ask: bool = False) -> None:
         path = self.state.project_path
@@ -240,7 +262,7 @@ class MainWindow(QMainWindow):
         self.state.dirty = False
         self._remember(str(path))
         self.statusBar().showMessage(f"Saved {Path(path).name}. It can also run headless: "
-                                     f"dpdesk release --project {Path(path).name} --out DIR")
+                                     f"dpdesk release --project {Path(path).name} --out DIR", MESSAGE_SECONDS * 1000)
 
     def _remember(self, path: str) -> None:
         recent = [p for p in (self.settings.value("recent", []) or []) if p != path]
@@ -272,8 +294,29 @@ class MainWindow(QMainWindow):
     def _title(self) -> None:
         data = self.state.dataset
         self.setWindowTitle(f"dpdesk — {data.describe()}" if data is not None else "dpdesk")
-        if data is not None:
-            self.statusBar().showMessage(f"Loaded {data.describe()}. Next: ② Configure (Ctrl+2).")
+
+    # -- the next step -------------------------------------------------------------------------
+    def current_page(self) -> str:
+        """The key of the page shown (data, configure, compare, plan or release)."""
+        return PAGE_KEYS[max(self.steps.currentRow(), 0)]
+
+    def show_page(self, page: str) -> None:
+        self.steps.setCurrentRow(PAGE_KEYS.index(page))
+
+    def progress(self) -> guidance.Progress:
+        """How far the steward has got, for the status bar's next step and the guide."""
+        state = self.state
+        if state.dataset is None:
+            return guidance.Progress()
+        enabled = [c.mechanism for c in state.enabled()]
+        return guidance.Progress(
+            has_data=True, ticked=len(enabled), needs_bound=guidance.needs_bound(enabled, state.bound),
+            compared=state.comparison is not None, released=state.release is not None,
+            exported=state.exported_to is not None, cells=state.dataset.kind == "cells",
+            publication_declared=bool(state.dataset_name) and state.domain_declaration is not None)
+
+    def update_next_step(self) -> None:
+        self.next_step_label.setText(guidance.next_step(self.current_page(), self.progress()))
 
     def _ledger_summary(self) -> None:
         data = self.state.dataset
@@ -295,13 +338,43 @@ class MainWindow(QMainWindow):
                           "Day &amp; Li (DPSense); Cormode, Procopiuc, Srivastava &amp; Tran (ICDT 2012); Shoaran, "
                           "Thomo &amp; Weber (DP in Practice).")
 
-    def show_guide(self) -> None:
-        QMessageBox.information(self, "How dpdesk protects privacy",
-                                "1. Declare public facts (the bound Δ on items per person) before looking at the "
-                                "data.\n2. Compare mechanisms — preferably on a stand-in — and choose one.\n3. Release "
-                                "once with secure randomness; the budget ledger adds up every release of the same "
-                                "data.\n4. Publish the release with its public privacy report; keep the internal "
-                                "report inside your organisation.")
+    # -- help and the first-run guide --------------------------------------------------------
+    def show_help(self, entry_id: str | None = None) -> HelpWindow:
+        """Open the Help window (one for the session), at ``entry_id`` if given."""
+        if self.help_window is None:
+            self.help_window = HelpWindow(self)
+        if entry_id is not None:
+            self.help_window.search.clear()
+            self.help_window.show_entry(entry_id)
+        self.help_window.show()
+        self.help_window.raise_()
+        self.help_window.activateWindow()
+        return self.help_window
+
+    def help_for_current_page(self) -> HelpWindow:
+        return self.show_help(guidance.page_entry_id(self.current_page()))
+
+    def search_help(self) -> HelpWindow:
+        window = self.show_help()
+        window.focus_search()
+        return window
+
+    def start_guide(self) -> FirstRunGuide:
+        """Show the getting-started guide from its first step."""
+        if self.guide is None:
+            self.guide = FirstRunGuide(self)
+            self.addDockWidget(Qt.RightDockWidgetArea, self.guide)
+        self.guide.start()
+        return self.guide
+
+    def offer_first_run_guide(self) -> bool:
+        """On the first start (nothing in settings.ini says the guide was seen), show it; True if shown."""
+        if self.settings.value(GUIDE_SEEN, False, type=bool):
+            return False
+        self.settings.setValue(GUIDE_SEEN, True)
+        self.settings.sync()
+        self.start_guide()
+        return True
 
     def closeEvent(self, event) -> None:  # noqa: N802
         for page in (self.compare_page,):

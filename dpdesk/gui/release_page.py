@@ -567,6 +567,7 @@ class ExportDialog(QDialog):
         self.open_report_button.setEnabled(self.report_path() is not None)
         self.written_box.setVisible(True)
         self.progress.setValue(1000)
+        self.state.set_exported(folder)
 
     def public_folder(self) -> Path | None:
         """The export folder (where the public files went)."""

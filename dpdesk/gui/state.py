@@ -31,6 +31,7 @@ class AppState(QObject):
     comparison_changed = Signal()
     release_changed = Signal()
     ledger_changed = Signal()
+    exported = Signal()  # the current release was written to files
 
     def __init__(self) -> None:
         super().__init__()
@@ -50,6 +51,7 @@ class AppState(QObject):
         self._runs_from_project = False
         self.release = None
         self.release_files: dict = {}
+        self.exported_to = None  # the folder the current release was exported to (None: not yet)
         self.release_choice: dict = {}
         self.project_path = None
         self.dirty = False
@@ -68,6 +70,7 @@ class AppState(QObject):
         self._runs_from_project = False
         self.release = None
         self.release_files = {}
+        self.exported_to = None
         kind = dataset.kind
         self.configurations = {m.id: c for m, c in ((registry.get(k), c) for k, c in self.configurations.items())
                                if m.data_kind == kind}
@@ -143,8 +146,14 @@ class AppState(QObject):
     def set_release(self, release, files: dict) -> None:
         self.release = release
         self.release_files = files
+        self.exported_to = None
         self.release_changed.emit()
         self.ledger_changed.emit()
+
+    def set_exported(self, folder) -> None:
+        """The current release was written to ``folder``."""
+        self.exported_to = folder
+        self.exported.emit()
 
     # -- projects ----------------------------------------------------------------------
     def to_project(self) -> Project:

@@ -20,6 +20,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QStyleFactory, QWidget
 
+from ..errors import ParameterError
+
 THEMES = ("system", "light", "dark", "high-contrast")
 THEME_VARIABLE = "DPDESK_THEME"
 
@@ -201,7 +203,8 @@ def chosen_theme(name: str | None = None) -> str:
     """The theme to start with: ``name`` if given, else ``DPDESK_THEME``, else ``system``."""
     name = (name or os.environ.get(THEME_VARIABLE) or "system").strip().lower()
     if name not in THEMES:
-        raise ValueError(f"unknown theme {name!r} (from {THEME_VARIABLE}): choose one of {', '.join(THEMES)}")
+        raise ParameterError(f"Unknown theme '{name}': choose one of {', '.join(THEMES)} (the --theme option "
+                             f"or {THEME_VARIABLE}).")
     return name
 
 
