@@ -188,8 +188,9 @@ class HelpWindow(QWidget):
         picture = f"picture:{entry.picture.name}?v={self.browser.generation}" if entry.picture else None
         self.browser.setMarkdown(guidance.entry_markdown(entry, picture))
 
-    def shown_markdown(self) -> str:
-        return self.browser.toMarkdown()
+    def shown_text(self) -> str:
+        """The entry shown, as plain text (what a screen reader reads)."""
+        return self.browser.toPlainText()
 
     def focus_search(self) -> None:
         self.search.setFocus()

@@ -186,7 +186,7 @@ class MainWindow(QMainWindow):
         run = self.menuBar().addMenu("&Run")
         self._action(run, "Run &comparison", lambda: (self.steps.setCurrentRow(2), self.compare_page.run()), "Ctrl+R")
         self._action(run, "&Cancel comparison", self.compare_page.cancel, "Esc")
-        help_menu = self.menuBar().addMenu("&Help")
+        help_menu = self.help_menu = self.menuBar().addMenu("&Help")
         self._action(help_menu, "Help for &this page", self.help_for_current_page, QKeySequence.HelpContents)
         self._action(help_menu, "Help and &glossary (search)…", self.search_help)
         self._action(help_menu, "How dpdesk &protects privacy", lambda: self.show_help("privacy"))
