@@ -101,13 +101,14 @@ def banner_colours(kind: str, colours: QPalette | None = None) -> Tint:
 
 
 def badge_colours(kind: str = "danger", colours: QPalette | None = None) -> Tint:
-    """A small solid label (e.g. "INTERNAL"): the accent pulled towards the palette's text, with the
-    palette's base colour as its text — dark red with light text on a light desktop, light red with
-    dark text on a dark one."""
+    """A small solid label (e.g. "INTERNAL"): the accent darkened towards the palette's darker end
+    (its text on light desktops, its base on dark ones), with the lighter end as its text — a deep
+    red chip with light text on every desktop, never a light patch on a dark one."""
     colours = colours or palette()
     base, text = colours.color(QPalette.Base), colours.color(QPalette.Text)
-    background = blend(QColor(ACCENTS[kind]), text, 0.35)
-    return Tint(background, readable(base, background), background)
+    darker, lighter = (base, text) if is_dark(colours) else (text, base)
+    background = blend(QColor(ACCENTS[kind]), darker, 0.35)
+    return Tint(background, readable(lighter, background), background)
 
 
 def on_window(colour: str | QColor, colours: QPalette | None = None) -> QColor:
