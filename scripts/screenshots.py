@@ -1,8 +1,12 @@
-"""Capture the app's pages, the wizard's steps, the export dialog and the public report as PNG (docs/screenshots/).
+"""Capture the app's pages, the wizard's steps, the export dialog, the public report, the first-run
+guide and the Help window as PNG (docs/screenshots/), then the main pages, the guide and the Help
+window again in the dark theme (dark-*.png).
 
 Run under a virtual screen:  bash scripts/screenshots.sh   (uses xvfb-run; QT_QPA_PLATFORM=xcb)
-Uses a temporary DPDESK_HOME so the real budget ledger is never touched. The public report's
-first page is rendered from the exported PDF with poppler's pdftoppm (-r 60).
+Every picture is grabbed from its widget, so QT_QPA_PLATFORM=offscreen works as well.
+Uses a temporary DPDESK_HOME so the real budget ledger is never touched (and the first-run guide
+shows, as on a first start). The public report's first page is rendered from the exported PDF
+with poppler's pdftoppm (-r 60).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "xcb")
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QGuiApplication  # noqa: E402
 
+from dpdesk.gui import theme  # noqa: E402
 from dpdesk.gui.app import make_app  # noqa: E402
 from dpdesk.gui.main_window import MainWindow  # noqa: E402
 from dpdesk.gui.release_page import ExportDialog  # noqa: E402
@@ -29,7 +34,7 @@ from dpdesk.gui.wizard import ImportWizard  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "screenshots"
 DATA = ROOT / "tests" / "data" / "retail.dat.gz"
-app = make_app()
+app = make_app(theme="light")  # the light pictures look the same whatever the desktop's theme
 
 
 def settle(seconds: float = 0.4) -> None:
@@ -75,6 +80,11 @@ def main() -> None:
     window.resize(1280, 860)
     window.show()
     shoot(window, "01-start")
+    window.offer_first_run_guide()  # a fresh DPDESK_HOME: the first start
+    shoot(window, "16-first-run-guide")
+    window.guide.go(1)
+    shoot(window, "17-first-run-guide-configure")
+    window.guide.close()
     wizard = ImportWizard(window, str(DATA))
     wizard.show()
     shoot(wizard, "02-wizard-file")
@@ -133,8 +143,52 @@ def main() -> None:
     shoot(dialog, "14-export-done")
     report_first_page(dialog.report_path().with_suffix(".pdf"), "15-report-first-page")
     dialog.close()
+    help_window = window.show_help("gs")
+    shoot(help_window, "18-help")
+    help_window.search.setText("truncation")
+    help_window.show_entry("truncation")
+    shoot(help_window, "19-help-search")
+    help_window.search.clear()
+    help_window.hide()
+    dark_pictures(window)
     window.state.dirty = False
     window.close()
+
+
+def dark_pictures(window) -> None:
+    """The main pages, the wizard, the guide and the Help window in the dark theme (dpdesk gui --theme dark)."""
+    theme.apply_theme(app, "dark")
+    settle()
+    # curves and bars take the palette's colours when drawn: draw them again
+    window.data_page.refresh()
+    window.compare_page._show_comparison()
+    window.plan_page.update()
+    window.release_page._show_release()
+    window.steps.setCurrentRow(0)
+    shoot(window, "dark-06-data")
+    wizard = ImportWizard(window, str(DATA))
+    wizard.show()
+    wizard.next()
+    shoot(wizard, "dark-03-wizard-format")
+    wizard.reject()
+    window.steps.setCurrentRow(1)
+    shoot(window, "dark-07-configure")
+    window.steps.setCurrentRow(2)
+    window.compare_page.tabs.setCurrentIndex(0)
+    shoot(window, "dark-08-compare")
+    window.compare_page.tabs.setCurrentIndex(1)
+    shoot(window, "dark-09-compare-true-vs-noisy")
+    window.steps.setCurrentRow(3)
+    shoot(window, "dark-11-plan")
+    window.steps.setCurrentRow(4)
+    shoot(window, "dark-12-release")
+    guide = window.start_guide()
+    guide.go(2)
+    shoot(window, "dark-16-first-run-guide")
+    guide.close()
+    help_window = window.show_help("gs")
+    shoot(help_window, "dark-18-help")
+    help_window.close()
 
 
 if __name__ == "__main__":

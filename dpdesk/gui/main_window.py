@@ -18,6 +18,7 @@ from ..project import Project
 from ..workflow import default_dataset_name
 from .compare_page import ComparePage
 from .configure_page import ConfigurePage
+from . import theme
 from .first_run import FirstRunGuide
 from .help_window import HelpWindow
 from .plan_page import PlanPage
@@ -119,9 +120,9 @@ class MainWindow(QMainWindow):
         self.ledger_label.setWordWrap(True)
         self.ledger_label.setMaximumWidth(210)
         self.ledger_label.setAccessibleName("Privacy budget ledger summary")
-        # palette roles, resolved by Qt: readable on light, dark and high-contrast desktops
-        self.ledger_label.setStyleSheet("QLabel {background:palette(alternate-base); border:1px solid palette(mid);"
-                                        " padding:6px;}")
+        # palette roles: readable on light, dark and high-contrast desktops
+        theme.palette_style_sheet(self.ledger_label, "QLabel {background:palette(alternate-base); "
+                                                     "border:1px solid palette(mid); padding:6px;}")
         side.addWidget(self.ledger_label)
         layout.addLayout(side)
         self.pages = QStackedWidget()

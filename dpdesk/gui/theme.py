@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QStyleFactory, QWidget
 
@@ -239,3 +239,24 @@ def on_palette_change(slot) -> None:
     if _watcher is None:
         _watcher = _Watcher()
     _watcher.changed.connect(slot)
+
+
+class _PaletteSheet(QObject):
+    """Applies a style sheet that names palette roles again when the palette changes: Qt resolves
+    ``palette(role)`` once, when it applies the sheet. A child of the widget: it goes with it."""
+
+    def __init__(self, widget: QWidget, sheet: str):
+        super().__init__(widget)
+        self.widget, self.sheet = widget, sheet
+        self.apply()
+        on_palette_change(self.apply)
+
+    def apply(self) -> None:
+        self.widget.setStyleSheet("")  # the same text again would not be applied again
+        self.widget.setStyleSheet(self.sheet)
+
+
+def palette_style_sheet(widget: QWidget, sheet: str) -> None:
+    """Give ``widget`` a style sheet whose ``palette(role)`` colours follow palette changes."""
+    _PaletteSheet(widget, sheet)
+

@@ -120,10 +120,12 @@ class ThemedPlot(pg.PlotWidget):
         theme.on_palette_change(self.apply_palette)
 
     def apply_palette(self) -> None:
+        item = self.getPlotItem()
+        if item is None:  # closed (pyqtgraph lets go of its plot item on close)
+            return
         background, foreground = theme.plot_colours()
         pg.setConfigOptions(background=background, foreground=foreground)  # for items added later
         self.setBackground(background)
-        item = self.getPlotItem()
         for name in ("left", "bottom", "right", "top"):
             axis = item.getAxis(name)
             axis.setPen(foreground)

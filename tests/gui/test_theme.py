@@ -156,10 +156,13 @@ def test_plots_take_the_palette_base_and_text(name, qtbot, qapp, dpdesk_home, re
 
 def test_a_change_of_palette_restyles_banners_badges_and_plots(qtbot, qapp, restore_palette):
     theme.apply_theme(qapp, "light")
-    banner, badge = Banner("note", "info"), InternalBadge()
-    plot = ThemedPlot()
-    for widget in (banner, badge, plot):
+    banner, badge, plot, label = Banner("note", "info"), InternalBadge(), ThemedPlot(), QLabel("ledger")
+    theme.palette_style_sheet(label, "QLabel {background:palette(alternate-base);}")
+    for widget in (banner, badge, plot, label):
         qtbot.addWidget(widget)
+        widget.show()
+    label.resize(200, 60)
+    before = label.grab().toImage().pixelColor(190, 50)  # away from the text
     light_sheet = banner.styleSheet()
     assert theme.luminance(banner.colours().background) > 0.5
     theme.apply_theme(qapp, "dark")
@@ -169,6 +172,8 @@ def test_a_change_of_palette_restyles_banners_badges_and_plots(qtbot, qapp, rest
     assert banner.colours().background.name() in banner.styleSheet()
     assert badge.colours().text.name() in badge.styleSheet()
     assert plot.backgroundBrush().color() == qapp.palette().color(QPalette.Base)
+    after = label.grab().toImage().pixelColor(190, 50)  # Qt resolves palette(role) when the sheet is applied
+    assert after == qapp.palette().color(QPalette.AlternateBase) and after != before
 
 
 def test_contrast_arithmetic():
