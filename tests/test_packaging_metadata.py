@@ -31,7 +31,9 @@ def test_every_resource_file_is_installed():
     every = {p.relative_to(REPO).as_posix() for p in (REPO / "resources").rglob("*")
              if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".py"}
     assert {"resources/fonts/DejaVuSans.ttf", "resources/fonts/DejaVuSans-Bold.ttf", "resources/fonts/LICENSE",
-            "resources/sample/groceries.csv.gz", "resources/report/report.css"} <= every
+            "resources/sample/groceries.csv.gz", "resources/report/report.css",
+            "resources/help/pages/data.md", "resources/help/terms/epsilon.md", "resources/help/mechanisms/lpa.md",
+            "resources/help/pictures/lpa.svg"} <= every
     assert installed_resources(pyproject()) == every
 
 

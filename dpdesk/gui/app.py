@@ -97,7 +97,7 @@ def run_app(path: str | None = None, sample: bool = False, theme: str | None = N
         def open_sample():
             data = load(sample_path())
             window.state.set_dataset(data, {"path": str(sample_path()), "format": "transactions"})
-            window.statusBar().showMessage(f"Opened the sample data: {data.describe()}.")
+            window.statusBar().showMessage(f"Opened the sample data: {data.describe()}.", 10_000)
         QTimer.singleShot(0, open_sample)
     elif path:
         QTimer.singleShot(0, lambda: window.open_path(str(path)))

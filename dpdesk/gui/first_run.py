@@ -6,7 +6,7 @@ steps' words are in dpdesk.guidance.GUIDE; which controls they point at is decid
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, QRect, Qt, Signal
-from PySide6.QtGui import QPainter, QPalette, QPen
+from PySide6.QtGui import QColor, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QDockWidget, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from .. import guidance
@@ -68,14 +68,17 @@ class Spotlight(QWidget):
         return False
 
     def paintEvent(self, event) -> None:  # noqa: N802
+        colours = theme.palette()
+        colour = theme.readable(colours.color(QPalette.Highlight), colours.color(QPalette.Window),
+                                theme.GRAPHICS_CONTRAST)
+        halo = QColor(colour)
+        halo.setAlpha(90)
         painter = QPainter(self)
         painter.setRenderHint(QPainter.Antialiasing)
-        colours = theme.palette()
-        pen = QPen(theme.readable(colours.color(QPalette.Highlight), colours.color(QPalette.Window),
-                                  theme.GRAPHICS_CONTRAST), 3)
-        painter.setPen(pen)
-        for rect in self.outlines():
-            painter.drawRoundedRect(rect, 6, 6)
+        for pen in (QPen(halo, 9), QPen(colour, 3)):  # a soft glow, then the line: seen at a glance
+            painter.setPen(pen)
+            for rect in self.outlines():
+                painter.drawRoundedRect(rect, 6, 6)
         painter.end()
 
 

@@ -16,9 +16,9 @@ from ..paths import sample_path, user_data_dir
 from ..privacy.ledger import Ledger
 from ..project import Project
 from ..workflow import default_dataset_name
+from . import theme
 from .compare_page import ComparePage
 from .configure_page import ConfigurePage
-from . import theme
 from .first_run import FirstRunGuide
 from .help_window import HelpWindow
 from .plan_page import PlanPage
