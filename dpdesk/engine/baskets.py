@@ -156,6 +156,18 @@ class _Writer:
         if self.buffered_rows >= ROWS_PER_GROUP:
             self.write()
 
+    def append_items(self, items) -> None:
+        """Rows given as an Arrow list array of each person's distinct codes, ascending (a relation's ``items``)."""
+        pa = self.pa
+        if items.type != self.schema.field("items").type:
+            items = items.cast(self.schema.field("items").type)
+        self.buffered.append(pa.RecordBatch.from_arrays([items], schema=self.schema))
+        self.buffered_rows += len(items)
+        self.rows += len(items)
+        self.cells += len(items.flatten())
+        if self.buffered_rows >= ROWS_PER_GROUP:
+            self.write()
+
     def write(self) -> None:
         if self.buffered:
             self.writer.write_table(self.pa.Table.from_batches(self.buffered), row_group_size=ROWS_PER_GROUP)
@@ -209,6 +221,27 @@ def write_baskets(source: Source, out: Path, *, delimiter: str | None, encoding:
         if partial.exists():
             partial.unlink()
     return BasketsInfo(out, labels, writer.rows, writer.cells)
+
+
+def write_relation_baskets(engine, relation: str, labels: list[str], out: Path, *,
+                           cancel: CancelToken | None = None) -> BasketsInfo:
+    """A canonical relation of ``engine`` (``row``, ``items``) as a baskets Parquet file, streamed in row order.
+
+    ``labels[code]`` is the label of each code. Written beside ``out`` and renamed at the end.
+    """
+    out = Path(out)
+    partial = out.with_name(f".{out.name}.{os.getpid()}.part")
+    writer = _Writer(partial)
+    try:
+        for batch in engine.batches(f"SELECT items FROM {relation} ORDER BY row", cancel=cancel):
+            writer.append_items(batch.column(0))
+        writer.close(list(labels))
+        os.replace(partial, out)
+    finally:
+        if partial.exists():
+            writer.writer.close()
+            partial.unlink()
+    return BasketsInfo(out, list(labels), writer.rows, writer.cells)
 
 
 def _write_parsed(writer: _Writer, lines) -> None:

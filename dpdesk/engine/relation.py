@@ -212,16 +212,20 @@ def baskets_relation(engine, path, labels: list[str] | None, *, cancel=None) -> 
 
     rel = fresh_name("baskets")
     engine.baskets_view(rel, path)
-    counts = engine.execute(queries.translate(f"SELECT DISTINCT code FROM (SELECT UNNEST(items) AS code FROM {rel}) "
-                                              "AS cells", engine.dialect), cancel=cancel, message="Listing the items")
-    present = np.sort(counts.column("code").to_numpy().astype(np.int64))
-    if labels is None:
-        names = [str(int(code)) for code in present]
-    else:
-        if present.size and (present[0] < 0 or present[-1] >= len(labels)):
-            raise DataError("an item code lies outside the label list in the Parquet footer", path=path)
-        names = [labels[int(code)] for code in present]
-    return _finish(engine, rel, Codes.build(present, names))
+    if labels is None:  # integer mode: the items are the ids present
+        counts = engine.execute(queries.translate(f"SELECT DISTINCT code FROM (SELECT UNNEST(items) AS code FROM "
+                                                  f"{rel}) AS cells", engine.dialect), cancel=cancel,
+                                message="Listing the items")
+        present = np.sort(counts.column("code").to_numpy().astype(np.int64))
+        return _finish(engine, rel, Codes.build(present, [str(int(code)) for code in present]))
+    # label mode: every code of the footer's list is an item (a table's item may have no person with it)
+    bounds = engine.execute(queries.translate(f"SELECT MIN(code) AS low, MAX(code) AS high FROM "
+                                              f"(SELECT UNNEST(items) AS code FROM {rel}) AS cells", engine.dialect),
+                            cancel=cancel, message="Checking the items")
+    low, high = bounds.column("low")[0].as_py(), bounds.column("high")[0].as_py()
+    if low is not None and (low < 0 or high >= len(labels)):
+        raise DataError("an item code lies outside the label list in the Parquet footer", path=path)
+    return _finish(engine, rel, Codes.build(np.arange(len(labels), dtype=np.int64), list(labels)))
 
 
 def _finish(engine, rel: str, codes: Codes) -> Incidence:

@@ -17,7 +17,7 @@ from ..data.textio import memory_budget, open_source
 from ..errors import DataError, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress, scaled
 from .backend import EngineUnsupported, open_engine
-from .baskets import read_baskets_metadata, write_baskets
+from .baskets import read_baskets_metadata, write_baskets, write_relation_baskets
 from .dataset import EngineDataset
 from .relation import (baskets_relation, csv_reader, pairs_relation, quote_name, records_relation, table_columns,
                        text_column, fresh_name)
@@ -78,25 +78,45 @@ def read_file(path, format: str = "auto", *, engine: str = "duckdb", spark_maste
                                  progress=scaled(progress, 0.0, 0.8), cancel=cancel)
             incidence = baskets_relation(backend, converted, info.labels, cancel=cancel)
             return _owned(EngineDataset(incidence, name=name, source=record), backend)
-        if backend.kind == "spark":
-            raise EngineUnsupported("The Spark engine reads transaction files and dpdesk convert's baskets Parquet; "
-                                    "read tables with --engine duckdb or memory.")
         if fmt not in ("pairs", "records", "cells"):
             raise EngineUnsupported(f"The engine does not read the '{fmt}' layout; use --engine memory.")
-        if sniffed.parquet:
-            if source.compressed:
-                raise DataError("a gzip-compressed Parquet file cannot be read by the engine", path=path,
-                                expected="the .parquet file itself")
-            reader = f"read_parquet({backend.literal_path(path)})"
-            names = [c for c, _ in table_columns(backend, reader)]
-            offset = 0
-        else:
-            names = _text_names(source, delimiter, header, sniffed.encoding, path)
-            reader = csv_reader(backend, path, delimiter=delimiter, header=header, width=len(names))
-            reader = f"(SELECT {', '.join(f'c{k} AS {quote_name(n)}' for k, n in enumerate(names))} FROM {reader})"
-            offset = 1 + int(header)
-        return _owned(table_dataset(backend, reader, names, fmt, options, path=path, name=name, record=record,
-                                    line_offset=offset, progress=progress, cancel=cancel), backend)
+        local = None
+        if backend.kind == "spark":
+            # Spark reads baskets: the table is grouped by person here, by DuckDB out of core, as transaction
+            # text is tokenized here (docs/SPARK.md); cell tables stay with DuckDB
+            if fmt == "cells" or options.get("attributes"):
+                raise EngineUnsupported("The Spark engine reads incidence data (transactions, pairs, records as items); "
+                                        "count cells with --engine duckdb or memory.")
+            local = open_engine("duckdb", memory_limit=options.get("memory_limit"))
+        tables = local or backend
+        try:
+            if sniffed.parquet:
+                if source.compressed:
+                    raise DataError("a gzip-compressed Parquet file cannot be read by the engine", path=path,
+                                    expected="the .parquet file itself")
+                reader = f"read_parquet({tables.literal_path(path)})"
+                names = [c for c, _ in table_columns(tables, reader)]
+                offset = 0
+            else:
+                names = _text_names(source, delimiter, header, sniffed.encoding, path)
+                reader = csv_reader(tables, path, delimiter=delimiter, header=header, width=len(names))
+                reader = f"(SELECT {', '.join(f'c{k} AS {quote_name(n)}' for k, n in enumerate(names))} FROM {reader})"
+                offset = 1 + int(header)
+            dataset = table_dataset(tables, reader, names, fmt, options, path=path, name=name, record=record,
+                                    line_offset=offset, progress=scaled(progress, 0.0, 0.8) if local else progress,
+                                    cancel=cancel)
+            if local is None:
+                return _owned(dataset, backend)
+            codes = dataset.codes
+            if not np.array_equal(codes.codes, np.arange(codes.codes.size)):
+                raise AssertionError("a table's item codes are numbered 0, 1, … by pairs_relation and records_relation")
+            converted = backend.folder / f"{fresh_name('converted')}.parquet"
+            write_relation_baskets(local, dataset.incidence.relation, list(codes.labels), converted, cancel=cancel)
+            incidence = baskets_relation(backend, converted, list(codes.labels), cancel=cancel)
+            return _owned(EngineDataset(incidence, name=name, source=record), backend)
+        finally:
+            if local is not None:
+                local.close()
     except BaseException:
         backend.close()
         raise
