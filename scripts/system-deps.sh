@@ -2,7 +2,7 @@
 # Install the Debian packages dpdesk needs, when they are missing and we are root.
 #   scripts/system-deps.sh [test|gui|screenshots]
 # test: Qt's libraries for offscreen tests, poppler (PDF → PNG check), sqlite3 (ledger tamper test) and a
-#       Java runtime (Spark engine tests)
+#       Java runtime and a PostgreSQL server (engine tests)
 # gui:  the same plus the X11/xcb libraries a real window needs
 # screenshots: gui plus Xvfb
 set -euo pipefail
@@ -13,6 +13,10 @@ if [ "$mode" = test ]; then
   # a Java runtime for the Spark engine's tests (tests/engine/test_spark.py), unless one is there
   if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
     packages+=(default-jre-headless)
+  fi
+  # a PostgreSQL server for the database source's tests (tests/engine/test_postgres.py), unless one is there
+  if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+    packages+=(postgresql)
   fi
 fi
 if [ "$mode" = gui ] || [ "$mode" = screenshots ]; then

@@ -115,7 +115,12 @@ def _postgres_rows(url: str, query: str, cancel: CancelToken | None):
 
 
 def query_batches(url: str, query: str, cancel: CancelToken | None = None):
-    """(column names, a reader of Arrow record batches with every column as text)."""
+    """(column names, a reader of Arrow record batches with every column as text, the reading's failure).
+
+    DuckDB pulls the batches and turns an exception raised while reading them into its own
+    error, without the original: the third item is a list that holds the error (a failed
+    fetch, Cancel) so that the caller can raise it instead.
+    """
     import pyarrow as pa
 
     if not query or not query.strip():
@@ -133,13 +138,19 @@ def query_batches(url: str, query: str, cancel: CancelToken | None = None):
     names = _distinct_names([str(n) for n in next(rows)])
     schema = pa.schema([pa.field(name, pa.string()) for name in names])
 
-    def batches():
-        for chunk in rows:
-            columns = list(zip(*chunk))
-            yield pa.RecordBatch.from_arrays([pa.array([_text(v) for v in column], type=pa.string())
-                                              for column in columns], schema=schema)
+    failure: list[BaseException] = []
 
-    return names, pa.RecordBatchReader.from_batches(schema, batches())
+    def batches():
+        try:
+            for chunk in rows:
+                columns = list(zip(*chunk))
+                yield pa.RecordBatch.from_arrays([pa.array([_text(v) for v in column], type=pa.string())
+                                                  for column in columns], schema=schema)
+        except BaseException as error:
+            failure.append(error)
+            raise
+
+    return names, pa.RecordBatchReader.from_batches(schema, batches()), failure
 
 
 def load_sql(url: str, query: str, format: str = "pairs", *, name: str | None = None, memory_limit=None,
@@ -153,9 +164,14 @@ def load_sql(url: str, query: str, format: str = "pairs", *, name: str | None = 
     backend = open_engine("duckdb", memory_limit=memory_limit)
     try:
         progress(0.05, "Running the query")
-        names, reader = query_batches(url, query, cancel)
+        names, reader, failure = query_batches(url, query, cancel)
         table = fresh_name("query")
-        backend.register(table, reader)
+        try:
+            backend.register(table, reader)
+        except Exception:
+            if failure:  # the rows could not be read (DuckDB's error has lost the reason)
+                raise failure[0] from None
+            raise
         record = {"sql": _where(url), "query": query, "format": format}
         reader_sql = f"(SELECT * FROM {table})"
         dataset = table_dataset(backend, reader_sql, names, format, options, path=None, name=name or "query",
