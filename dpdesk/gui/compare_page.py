@@ -29,7 +29,7 @@ from .. import mechanisms as registry
 from ..data import load
 from ..errors import DpdeskError, ParameterError
 from ..evaluation.compare import Entry, run_comparison
-from ..evaluation.metrics import METRIC_LABELS, top_k, topk_accuracy
+from ..evaluation.metrics import LOWER_IS_BETTER, METRIC_LABELS, top_k, topk_accuracy
 from ..evaluation.summaries import error_vs_range_size, error_vs_summary_size
 from ..evaluation.standin import DeclaredFacts, synthetic_cells, synthetic_incidence
 from .state import AppState
@@ -503,7 +503,10 @@ class ComparePage(QWidget):
             self._drawn_metric = metric
         log_y = metric != "topk_accuracy"
         name = ALL_METRIC_LABELS.get(metric, metric)
-        better = {"topk_accuracy": "higher is better", "summary_size": ""}.get(metric, "lower is better")
+        if metric == "summary_size":  # a size, not an error
+            better = ""
+        else:  # the cell summaries' query errors are errors too
+            better = "lower is better" if LOWER_IS_BETTER.get(metric, True) else "higher is better"
         panel.plot.setLogMode(x=True, y=log_y)
         # two lines, so that the label fits beside a short plot
         second = " · ".join(part for part in (better, "log scale" if log_y else "") if part)

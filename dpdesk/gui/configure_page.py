@@ -126,8 +126,10 @@ class AccuracyTarget(QWidget):
                                 "larger counts, a wider margin or a lower probability.")
             self.use.setEnabled(False)
             return
-        self.result.setText(f"needs <b>ε ≈ {max(self.needed, EPS_MIN):.4g}</b>, {scale}: noise of scale Δ/ε on "
-                            "each count, as LPA adds (Shoaran et al.'s minimum true answer; more on the Plan page).")
+        low = (f" — less than dpdesk's smallest ε, {EPS_MIN:g}, which the button sets" if self.needed < EPS_MIN
+               else "")
+        self.result.setText(f"needs <b>ε ≈ {self.needed:.4g}</b>{low}, {scale}: noise of scale Δ/ε on each count, "
+                            "as LPA adds (Shoaran et al.'s minimum true answer; more on the Plan page).")
         self.use.setEnabled(True)
 
     def _use(self) -> None:
