@@ -191,6 +191,7 @@ class PlotPanel(QFrame):
             self.legend = OutsideLegend()
             item.layout.addItem(self.legend, 2, 3)  # right of the plot area and its right axis
             item.layout.setAlignment(self.legend, Qt.AlignTop | Qt.AlignLeft)
+            item.layout.setColumnSpacing(2, 8)  # a gap between the plot area and the legend
             item.legend = self.legend  # where PlotItem.addItem registers named curves
         else:
             self.legend = self.plot.addLegend(offset=(-10, 10))

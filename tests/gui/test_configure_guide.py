@@ -251,3 +251,13 @@ def test_the_ledger_total_is_said_as_odds(window, data_dir):
     window.state.ledger_changed.emit()
     text = window.ledger_label.text()
     assert "ε used 1.1" in text and "at most 75/25" in text
+
+
+def test_the_typical_row_length_is_saved_with_the_project(window, tmp_path):
+    from dpdesk.project import Project
+
+    window.configure_page.typical.setValue(4.5)
+    path = window.state.to_project().save(tmp_path / "groceries.dpdesk")
+    other = AppState()
+    other.apply_project(Project.load(path))
+    assert other.typical_row_length == 4.5
