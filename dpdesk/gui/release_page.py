@@ -225,6 +225,7 @@ class ReleasePage(QWidget):
                 self.chosen.setCurrentIndex(index)
             else:  # the recommendation's own sentence, with the facts it came from
                 self.chosen.setEditText(statement)
+                self.chosen.lineEdit().setCursorPosition(0)  # a long sentence: show its beginning
         finally:
             self._setting_choice = False
 
