@@ -105,7 +105,7 @@ class AccuracyTarget(QWidget):
         self.update()
 
     def set_sensitivity(self, bound: int | None) -> None:
-        """Δ as declared (1 without one: then each person changes each count by at most 1)."""
+        """Δ as set on the page (1 without one: then each person changes each count by at most 1)."""
         self.sensitivity = float(bound or 1)
         self.declared = bound is not None
         self.update()
@@ -119,8 +119,8 @@ class AccuracyTarget(QWidget):
             self.result.setText(str(error))
             self.use.setEnabled(False)
             return
-        scale = (f"with the declared Δ = {self.sensitivity:g}" if self.declared else
-                 "for Δ = 1, as no bound is declared yet")
+        scale = (f"with Δ = {self.sensitivity:g} as set below" if self.declared else
+                 "for Δ = 1, as no bound is set yet")
         if self.needed > EPS_MAX:
             self.result.setText(f"This needs ε ≈ {self.needed:.3g}, more than dpdesk allows ({EPS_MAX:g}): ask for "
                                 "larger counts, a wider margin or a lower probability.")

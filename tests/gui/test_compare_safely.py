@@ -137,6 +137,11 @@ def test_bands_at_small_epsilon_do_not_stretch_the_log_axis(window):
     assert bottom > np.log10(means.min()) - 1.2
 
 
+def test_the_synthetic_stand_in_follows_the_declared_typical_row(window):
+    window.configure_page.typical.setValue(6.5)
+    assert window.compare_page.fact_mean.value() == 6.5
+
+
 def test_mechanisms_needing_a_bound_are_left_out_with_the_reason(window, qtbot, dialogs):
     window.state.set_bound(None)
     tick(window, {"lpa", "dpsense"})

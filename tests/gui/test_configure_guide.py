@@ -235,7 +235,7 @@ def test_accuracy_first_sets_the_planners_epsilon(window, qtbot):
     page.bound.setValue(0)
     target.answer.setValue(500)
     assert f"{planner.epsilon_needed(500, 0.05, 0.10, 1):.4g}" in target.result.text()
-    assert "no bound is declared" in target.result.text()
+    assert "no bound is set" in target.result.text()
     # a target no ε up to 10 meets cannot be used
     target.answer.setValue(1)
     target.within.setValue(0.1)
