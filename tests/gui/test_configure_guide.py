@@ -5,7 +5,6 @@ ends and an accuracy target; the ledger total said as odds."""
 
 import math
 
-import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
