@@ -94,17 +94,14 @@ def main() -> None:
     wizard.accept()
     shoot(window, "06-data")
     window.steps.setCurrentRow(1)
-    window.configure_page.bound.setValue(20)
-    tree = window.configure_page.tree
-    for i in range(tree.topLevelItemCount()):
-        family = tree.topLevelItem(i)
-        for j in range(family.childCount()):
-            item = family.child(j)
-            if item.data(0, Qt.UserRole) == "gs":
-                tree.setCurrentItem(item)
+    configure = window.configure_page
+    configure.bound.setValue(20)  # declared: "a basket holds at most 20 products"
+    configure.typical.setValue(8)  # declared: "a typical basket holds about 8 products"
+    configure.epsilon.preset_buttons["Balanced"].click()
+    configure.recommendation.use_button.click()  # the recommendation (gs here), ticked with its settings
     shoot(window, "07-configure")
     window.steps.setCurrentRow(2)
-    page = window.compare_page
+    page = window.compare_page  # on the default stand-in: synthetic data shaped by the declared facts
     page.repeats.setValue(5)
     page.run()
     wait_for(lambda: window.state.comparison is not None and not page.task.running)

@@ -17,7 +17,7 @@ from ..privacy.ledger import Ledger
 from ..project import Project
 from ..workflow import default_dataset_name
 from .compare_page import ComparePage
-from .configure_page import ConfigurePage
+from .configure_page import ConfigurePage, spent_in_words
 from .plan_page import PlanPage
 from .release_page import ReleasePage
 from .state import AppState
@@ -286,7 +286,8 @@ class MainWindow(QMainWindow):
             self.ledger_label.setText(f"<b>Budget ledger</b><br>{error}")
             return
         cap = f"of cap {status.cap:g}" if status.cap is not None else "(no cap)"
-        self.ledger_label.setText(f"<b>Budget ledger</b><br>{self.state.dataset_name}: ε used {status.spent:.3g} {cap}")
+        self.ledger_label.setText(f"<b>Budget ledger</b><br>{self.state.dataset_name}: ε used {status.spent:.3g} {cap}"
+                                  f"<br>{spent_in_words(status.spent)}")
 
     def show_about(self) -> None:
         QMessageBox.about(self, "About dpdesk",

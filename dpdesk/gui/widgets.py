@@ -144,13 +144,26 @@ class DataSummaryView(QWidget):
             self.histogram.addItem(pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=counts, brush=PALETTE[0]))
 
 
+class OutsideLegend(pg.LegendItem):
+    """A legend that its plot's layout places beside the plot area, never over the curves."""
+
+    def updateSize(self) -> None:  # noqa: N802 - pyqtgraph API
+        # pyqtgraph's own version moves the legend to (0, 0) of its parent; here the parent's
+        # layout places it, so the legend only states the size its entries need
+        hint = self.layout.effectiveSizeHint(Qt.PreferredSize)
+        self.setMinimumSize(hint)
+        self.setMaximumSize(hint)
+        self.updateGeometry()
+
+
 class PlotPanel(QFrame):
     """A titled pyqtgraph plot with a plain-words caption, hover read-out, PNG/SVG export and
     a table of the plotted numbers (for screen readers and for copying)."""
 
     exported = Signal(str)
 
-    def __init__(self, title: str, caption: str = "", x_label: str = "", y_label: str = "", parent=None):
+    def __init__(self, title: str, caption: str = "", x_label: str = "", y_label: str = "", parent=None, *,
+                 legend_outside: bool = False):
         super().__init__(parent)
         self.setFrameShape(QFrame.StyledPanel)
         self.title = title
@@ -173,7 +186,15 @@ class PlotPanel(QFrame):
         self.plot.setAccessibleName(f"Plot: {title}")
         self.plot.setMinimumHeight(220)
         self.plot.showGrid(x=True, y=True, alpha=0.25)
-        self.legend = self.plot.addLegend(offset=(-10, 10))
+        if legend_outside:
+            item = self.plot.getPlotItem()
+            self.legend = OutsideLegend()
+            item.layout.addItem(self.legend, 2, 3)  # right of the plot area and its right axis
+            item.layout.setAlignment(self.legend, Qt.AlignTop | Qt.AlignLeft)
+            item.layout.setColumnSpacing(2, 8)  # a gap between the plot area and the legend
+            item.legend = self.legend  # where PlotItem.addItem registers named curves
+        else:
+            self.legend = self.plot.addLegend(offset=(-10, 10))
         if x_label:
             self.plot.setLabel("bottom", x_label)
         if y_label:

@@ -127,7 +127,7 @@ from ..privacy.budget import BudgetSplit
 from ..privacy.noise import discrete_laplace
 from ..tasks import CancelToken, ProgressFn, scaled as scaled_progress
 from . import register
-from .base import Diagnostic, Mechanism, Param, counts_error
+from .base import NO_BOUND, Diagnostic, Mechanism, Param, counts_error
 from .publish import discrete_laplace_margin
 
 FAMILY = "Sensitivity control (Day & Li, DPSense)"
@@ -602,6 +602,7 @@ class _SensitivityControl(Mechanism):
     """What DPSense and DPSense-S share: budget split, layout, release."""
 
     family = FAMILY
+    purpose = NO_BOUND
     paper = PAPER
     scales_counts = False
 

@@ -45,13 +45,15 @@ def run_wizard(qtbot, path, **changes):
 
 
 def tick(window, mechanism_ids):
-    tree = window.configure_page.tree
-    for i in range(tree.topLevelItemCount()):
-        family = tree.topLevelItem(i)
-        for j in range(family.childCount()):
-            item = family.child(j)
-            wanted = item.data(0, Qt.UserRole) in mechanism_ids
-            item.setCheckState(0, Qt.Checked if wanted else Qt.Unchecked)
+    """Tick exactly these mechanisms on the Configure page, as the steward would."""
+    for mechanism_id, row in window.configure_page.rows.items():
+        row.check.setChecked(mechanism_id in mechanism_ids)
+
+
+def on_true_data(page):
+    """Choose the true data on the Compare page, saying yes to the one question it asks."""
+    page.confirm_true_data = lambda text: True
+    page.on_true.setChecked(True)
 
 
 def test_end_to_end_import_compare_release_export(window, qtbot, data_dir, tmp_path, dialogs):
@@ -83,6 +85,7 @@ def test_end_to_end_import_compare_release_export(window, qtbot, data_dir, tmp_p
     # compare on the true data, streaming into the plots
     window.steps.setCurrentRow(2)
     page = window.compare_page
+    on_true_data(page)
     page.epsilons.setText("0.5, 1")
     page.repeats.setValue(2)
     qtbot.mouseClick(page.run_button, Qt.LeftButton)
@@ -155,6 +158,7 @@ def test_cancel_stops_quickly_and_ui_stays_responsive(window, qtbot, data_dir):
     window.state.set_bound(20)
     tick(window, {"lpa", "gs"})
     page = window.compare_page
+    on_true_data(page)
     page.epsilons.setText("0.1, 0.5, 1, 2")
     page.repeats.setValue(5000)
     gaps = []
@@ -280,6 +284,7 @@ def test_cell_summaries_compare_and_release(window, qtbot, data_dir, tmp_path, d
     tick(window, {"geometric", "filter2"})
     window.state.set_configuration("filter2", target_size=7000, nonzeros=7000)
     page = window.compare_page
+    on_true_data(page)
     page.epsilons.setText("1")
     page.repeats.setValue(1)
     page.run()
