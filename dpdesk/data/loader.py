@@ -56,12 +56,16 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
     """Read ``path`` (see the module documentation for formats and options).
 
     ``engine``: ``memory`` (the matrix in memory), ``duckdb`` or ``spark`` (the data stays
-    in an analytical engine, :mod:`dpdesk.engine`), or ``auto``: files larger than
-    ``dpdesk.engine.AUTO_ENGINE_BYTES`` go to DuckDB when it reads their layout.
+    in an analytical engine, :mod:`dpdesk.engine`), or ``auto``: in memory when the file
+    fits in the memory budget with room for a release, else DuckDB when it reads the
+    layout (:func:`dpdesk.engine.choose_engine`).
     """
     from ..engine import EngineUnsupported, choose_engine, scan
+    from ..engine.baskets import baskets_dataset, read_baskets_metadata
 
-    chosen = choose_engine(engine, open_source(Path(path)).estimated_size if engine in (None, "", "auto") else 0)
+    chosen = choose_engine(engine, open_source(Path(path)), options.get("memory_limit"))
+    if chosen == "memory" and read_baskets_metadata(path) is not None:  # a file made by dpdesk convert
+        return baskets_dataset(path, format, name=options.get("name"), progress=progress, cancel=cancel)
     if chosen != "memory":
         try:
             return scan(path, format, engine=chosen, spark_master=spark_master, progress=progress, cancel=cancel,

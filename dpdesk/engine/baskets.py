@@ -273,3 +273,60 @@ def read_baskets_metadata(path) -> BasketsInfo | None:
         raise DataError("the dpdesk label list in the Parquet footer is damaged", path=path) from None
     rows = int(parquet.metadata.num_rows)
     return BasketsInfo(Path(path), labels, rows, -1)
+
+
+def baskets_dataset(path, format: str = "auto", *, name: str | None = None, progress: ProgressFn | None = None,
+                    cancel: CancelToken | None = None):
+    """A baskets Parquet file read into memory as a :class:`~dpdesk.data.dataset.Dataset` (small data's fast path).
+
+    The columns are the items in natural label order, as the loader and the engine number
+    them (:class:`~dpdesk.engine.relation.Codes`), so the figures and the fingerprint are
+    those of the transaction file the baskets came from.
+    """
+    import pyarrow.parquet as pq
+
+    from ..data.dataset import Dataset
+    from .relation import Codes
+
+    progress = progress or no_progress
+    info = read_baskets_metadata(path)
+    if format not in ("auto", "transactions"):
+        raise DataError("this is a dpdesk baskets file (dpdesk convert): it holds transactions", path=path,
+                        expected="--format transactions or auto")
+    parquet = pq.ParquetFile(str(path))
+    lengths, codes = [], []
+    for group in range(parquet.num_row_groups):
+        if cancel is not None:
+            cancel.check()
+        items = parquet.read_row_group(group, columns=["items"]).column("items").combine_chunks()
+        offsets = items.offsets.to_numpy()
+        lengths.append(np.diff(offsets).astype(np.int64))
+        codes.append(items.values.to_numpy()[offsets[0]:offsets[-1]].astype(np.int64))
+        progress(0.9 * (group + 1) / max(parquet.num_row_groups, 1), "Reading the baskets")
+    lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
+    codes = np.concatenate(codes) if codes else np.zeros(0, np.int64)
+    if info.labels is None:  # integer mode: the items are the ids present
+        top = int(codes.max()) if codes.size else -1
+        if codes.size and codes.min() >= 0 and top < 4 * codes.size + (1 << 20):  # ids of a usual range: count them
+            present = np.flatnonzero(np.bincount(codes, minlength=top + 1))
+        else:
+            present = np.unique(codes)
+        mapping = Codes.build(present, [str(int(code)) for code in present])
+    else:
+        if codes.size and (codes.min() < 0 or codes.max() >= len(info.labels)):
+            raise DataError("an item code lies outside the label list in the Parquet footer", path=path)
+        mapping = Codes.build(np.arange(len(info.labels), dtype=np.int64), list(info.labels))
+    columns = mapping.columns(codes)
+    index = np.int32 if max(columns.size, mapping.codes.size) < 2**31 else np.int64
+    indptr = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    matrix = sp.csr_matrix((np.ones(columns.size, dtype=np.uint8), columns.astype(index), indptr.astype(index)),
+                           shape=(lengths.size, mapping.codes.size))
+    matrix.has_sorted_indices = False
+    matrix.sort_indices()  # codes ascend within a row; columns in natural label order need not
+    if lengths.size == 0:
+        raise DataError("the file contains no people", path=path, expected="at least one line of data")
+    display = name or Path(path).name
+    progress(1.0, "Loaded")
+    return Dataset(matrix, mapping.natural_labels, name=display,
+                   source={"path": str(path), "format": "transactions", "parquet": "baskets"})

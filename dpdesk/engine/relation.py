@@ -86,6 +86,8 @@ class Incidence:
     cells: int
     source: dict = field(default_factory=dict)
     owned: list[Path] = field(default_factory=list)  # files made for it (in the spill folder)
+    #: (code, n) of every item, when reading the source already counted them (an Arrow table)
+    code_counts: object = field(default=None, repr=False)
 
 
 def quote_name(name: str) -> str:
@@ -212,26 +214,23 @@ def baskets_relation(engine, path, labels: list[str] | None, *, cancel=None) -> 
 
     rel = fresh_name("baskets")
     engine.baskets_view(rel, path)
+    # one pass lists the items and counts them: the counts are the column counts every release needs
+    counts = engine.execute(queries.translate(queries.item_counts(rel), engine.dialect), cancel=cancel,
+                            message="Counting the items")
+    present = counts.column("code").to_numpy().astype(np.int64)
     if labels is None:  # integer mode: the items are the ids present
-        counts = engine.execute(queries.translate(f"SELECT DISTINCT code FROM (SELECT UNNEST(items) AS code FROM "
-                                                  f"{rel}) AS cells", engine.dialect), cancel=cancel,
-                                message="Listing the items")
-        present = np.sort(counts.column("code").to_numpy().astype(np.int64))
-        return _finish(engine, rel, Codes.build(present, [str(int(code)) for code in present]))
+        present = np.sort(present)
+        return _finish(engine, rel, Codes.build(present, [str(int(code)) for code in present]), counts)
     # label mode: every code of the footer's list is an item (a table's item may have no person with it)
-    bounds = engine.execute(queries.translate(f"SELECT MIN(code) AS low, MAX(code) AS high FROM "
-                                              f"(SELECT UNNEST(items) AS code FROM {rel}) AS cells", engine.dialect),
-                            cancel=cancel, message="Checking the items")
-    low, high = bounds.column("low")[0].as_py(), bounds.column("high")[0].as_py()
-    if low is not None and (low < 0 or high >= len(labels)):
+    if present.size and (present.min() < 0 or present.max() >= len(labels)):
         raise DataError("an item code lies outside the label list in the Parquet footer", path=path)
-    return _finish(engine, rel, Codes.build(np.arange(len(labels), dtype=np.int64), list(labels)))
+    return _finish(engine, rel, Codes.build(np.arange(len(labels), dtype=np.int64), list(labels)), counts)
 
 
-def _finish(engine, rel: str, codes: Codes) -> Incidence:
+def _finish(engine, rel: str, codes: Codes, code_counts=None) -> Incidence:
     from . import queries
 
     figures = engine.execute(queries.translate(queries.shape(rel), engine.dialect))
     rows = int(figures.column("rows")[0].as_py() or 0)
     cells = int(figures.column("cells")[0].as_py() or 0)
-    return Incidence(engine, rel, codes, rows, cells)
+    return Incidence(engine, rel, codes, rows, cells, code_counts=code_counts)
