@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError, DpdeskError, ParameterError
-from .textio import MemoryBudget, Source
+from .textio import MemoryBudget, Source, _open_fd
 
 ZIP_MAGIC = b"PK\x03\x04"
 EXTENSIONS = (".xlsx", ".xlsm", ".xltx", ".xltm")
@@ -81,20 +81,24 @@ def workbook(path):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # openpyxl warns about styles and extensions it ignores
+        handle = _open_fd(Path(path))  # a file object: openpyxl then does not judge the file by its name
         try:
-            book = openpyxl.load_workbook(str(path), read_only=True, data_only=True, keep_links=False)
-        except MemoryError:
-            raise
-        except Exception as error:  # noqa: BLE001 - zipfile, XML and openpyxl errors alike
-            raise _damaged(path, error) from None
-        try:
-            yield book
-        except (DpdeskError, MemoryError):  # errors with their own message, and Cancel
-            raise
-        except Exception as error:  # noqa: BLE001 - a damaged sheet shows only while it is read
-            raise _damaged(path, error) from None
+            try:
+                book = openpyxl.load_workbook(handle, read_only=True, data_only=True, keep_links=False)
+            except MemoryError:
+                raise
+            except Exception as error:  # noqa: BLE001 - zipfile, XML and openpyxl errors alike
+                raise _damaged(path, error) from None
+            try:
+                yield book
+            except (DpdeskError, MemoryError):  # errors with their own message, and Cancel
+                raise
+            except Exception as error:  # noqa: BLE001 - a damaged sheet shows only while it is read
+                raise _damaged(path, error) from None
+            finally:
+                book.close()
         finally:
-            book.close()
+            handle.close()
 
 
 def _sheet(book, sheet, path):

@@ -565,7 +565,7 @@ def _missing(table: Table, column: str, role: str) -> None:
     codes, uniques = table.coded(column)
     row = table.first_row(column, uniques == "")
     if row is not None:
-        table.fail(row, column, f"the {role} is missing", expected=f"a {role} identifier")
+        table.fail(row, column, f"the {role} is missing", expected=f"{'an' if role[0] in 'aeiou' else 'a'} {role} identifier")
 
 
 def _numbers(uniques: np.ndarray) -> np.ndarray:
