@@ -275,14 +275,22 @@ def _sniff_sheet(path: Path, sheet=None) -> Sniffed:
 
         raise ParameterError(f"The workbook has no sheet '{sheet}'; its sheets are: " + ", ".join(found.sheets)
                              + " (give a name or a 0-based position).")
-    rows = sheet_table(found.rows[name])
+    return sheet_sniffed(found.sheets, found.rows, name)
+
+
+def sheet_sniffed(sheets: list[str], sheet_rows: dict, name: str) -> Sniffed:
+    """The layout of one sheet of a workbook, from its first rows (already read: no reading here)."""
+    rows = sheet_table(sheet_rows.get(name, []))
+    if not rows:
+        return Sniffed("pairs", None, True, "binary", [], [], kind="xlsx", sheets=list(sheets), sheet=name,
+                       sheet_rows=sheet_rows, notes=[f"the sheet '{name}' is empty"])
     sniffed = _layout(rows, ",", "binary")
     sniffed.delimiter = None
-    sniffed.kind, sniffed.sheets, sniffed.sheet, sniffed.sheet_rows = "xlsx", found.sheets, name, found.rows
+    sniffed.kind, sniffed.sheets, sniffed.sheet, sniffed.sheet_rows = "xlsx", list(sheets), name, sheet_rows
     if sniffed.format == "transactions" and sniffed.header:
         sniffed.notes = ["the first row looks like column names and is not read as items"]
-    if len(found.sheets) > 1:
-        sniffed.notes.append(f"the workbook has {len(found.sheets)} sheets; reading '{name}'")
+    if len(sheets) > 1:
+        sniffed.notes.append(f"the workbook has {len(sheets)} sheets; reading '{name}'")
     return sniffed
 
 

@@ -34,8 +34,8 @@ def run_wizard(qtbot, path, **changes):
     wizard = ImportWizard(None, str(path))
     qtbot.addWidget(wizard)
     wizard.show()
-    wizard.next()  # file → format (sniffs the file)
-    assert wizard.currentPage() is wizard.format_page
+    wizard.next()  # file → format: the file's head is looked at on a worker, then the page moves on
+    qtbot.waitUntil(lambda: wizard.currentPage() is wizard.format_page, timeout=30_000)
     for name, value in changes.items():
         combo = getattr(wizard.format_page, name)
         combo.setCurrentIndex(combo.findData(value))
@@ -200,6 +200,7 @@ def test_broken_file_shows_the_line(window, qtbot, tmp_path):
     qtbot.addWidget(missing)
     missing.show()
     missing.next()
+    qtbot.waitUntil(lambda: missing.file_page.problem.isVisible(), timeout=10_000)
     assert missing.currentPage() is missing.file_page and "does not exist" in missing.file_page.problem.text()
 
 
