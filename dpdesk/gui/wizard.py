@@ -29,6 +29,10 @@ FORMAT_NAMES = {
     "records": "Records — one row per person with attributes (e.g. census microdata)",
     "cells": "Count table — attribute columns and a count column",
 }
+#: columns the format page's preview shows (the rest are counted in a last column)
+PREVIEW_COLUMNS = 40
+#: columns offered as a matrix's identifier (it is one of the first, if there is one)
+ID_CHOICES = 200
 DELIMITERS = [(",", "Comma ,"), ("\t", "Tab"), (";", "Semicolon ;"), ("|", "Pipe |"), (None, "Spaces")]
 ENCODINGS = [("auto", "Detect automatically"), ("utf-8", "UTF-8"), ("utf-8-sig", "UTF-8 with BOM"),
              ("latin-1", "Latin-1 (ISO-8859-1)"), ("cp1252", "Windows-1252")]
@@ -289,8 +293,17 @@ class FormatPage(QWizardPage):
                                       sheet=s["sheet"])
         if s["format"] == "transactions":
             rows = [[v for v in r if v != ""] for r in rows] if workbook else rows
-            columns = [f"item {k + 1}" for k in range(max((len(r) for r in rows), default=0))]
-        fill_table(self.table, columns, [[*r, *[""] * (len(columns) - len(r))] for r in rows])
+            shown = [f"item {k + 1}" for k in range(max((len(r) for r in rows), default=0))]
+            columns = []  # nothing to map: each entry is an item
+        else:
+            shown = columns
+        # a preview is for the eyes: a basket of 2,500 items or a matrix of 16,000 columns shows its first
+        # PREVIEW_COLUMNS (filling thousands of cells would hold up the window for a second)
+        more = len(shown) - PREVIEW_COLUMNS
+        if more > 0:
+            shown = shown[:PREVIEW_COLUMNS] + [f"… {more:,} more"]
+            rows = [[*r[:PREVIEW_COLUMNS], "…" if len(r) > PREVIEW_COLUMNS else ""] for r in rows]
+        fill_table(self.table, shown, [[*r, *[""] * (len(shown) - len(r))] for r in rows])
         self.owner.columns = columns
 
 
@@ -362,30 +375,36 @@ class MappingPage(QWizardPage):
         self.stack.setCurrentIndex({"transactions": 0, "pairs": 1, "matrix": 2}.get(self.fmt, 3))
         for combo in (self.person, self.item, self.value, self.id_column, self.count):
             combo.clear()
-        for k, name in enumerate(columns):
-            self.person.addItem(name, k)
-            self.item.addItem(name, k)
-        self.person.setCurrentIndex(0)
-        self.item.setCurrentIndex(min(1, len(columns) - 1))
-        self.value.addItem("(none: every row counts)", None)
-        for k, name in enumerate(columns):
-            self.value.addItem(name, k)
+        self.attributes.clear()
+        # only the widgets of this layout are filled: a wide file has thousands of columns
+        if self.fmt == "pairs":
+            for k, name in enumerate(columns):
+                self.person.addItem(name, k)
+                self.item.addItem(name, k)
+            self.person.setCurrentIndex(0)
+            self.item.setCurrentIndex(min(1, len(columns) - 1))
+            self.value.addItem("(none: every row counts)", None)
+            for k, name in enumerate(columns):
+                self.value.addItem(name, k)
         self.id_column.addItem("Detect automatically", "auto")
         self.id_column.addItem("(none: every column is an item)", None)
-        for k, name in enumerate(columns):
-            self.id_column.addItem(name, k)
-        for k, name in enumerate(columns):
-            self.count.addItem(name, k)
-        self.attributes.clear()
+        if self.fmt == "matrix":
+            for k, name in enumerate(columns[:ID_CHOICES]):
+                self.id_column.addItem(name, k)
         count_guess = next((k for k, c in enumerate(columns) if c.strip().lower() in ("count", "n", "freq", "frequency")),
                            len(columns) - 1)
-        self.count.setCurrentIndex(max(0, count_guess))
-        for k, name in enumerate(columns):
-            entry = QListWidgetItem(name)
-            entry.setFlags(entry.flags() | Qt.ItemIsUserCheckable)
-            entry.setCheckState(Qt.Checked if self.fmt == "cells" and k != count_guess else Qt.Unchecked)
-            entry.setData(Qt.UserRole, k)
-            self.attributes.addItem(entry)
+        if self.fmt in ("records", "cells"):
+            for k, name in enumerate(columns):
+                self.count.addItem(name, k)
+            self.count.setCurrentIndex(max(0, count_guess))
+            self.attributes.setUpdatesEnabled(False)
+            for k, name in enumerate(columns):
+                entry = QListWidgetItem(name)
+                entry.setFlags(entry.flags() | Qt.ItemIsUserCheckable)
+                entry.setCheckState(Qt.Checked if self.fmt == "cells" and k != count_guess else Qt.Unchecked)
+                entry.setData(Qt.UserRole, k)
+                self.attributes.addItem(entry)
+            self.attributes.setUpdatesEnabled(True)
         self.count_row.setVisible(self.fmt == "cells")
         self.as_items.setVisible(self.fmt == "records")
         self.as_cells.setVisible(self.fmt == "records")
