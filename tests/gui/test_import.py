@@ -242,3 +242,39 @@ def test_choosing_another_sheet_guesses_its_layout_again(qtbot, wizard_for, tmp_
     qtbot.waitUntil(lambda: wizard.dataset is not None or wizard.summary_page.problem.isVisible(), timeout=30_000)
     assert sorted(map(str, wizard.dataset.item_labels)) == ["café", "thé"]
     assert wizard.settings()["sheet"] == "Table"
+
+
+def test_a_file_over_the_engine_threshold_goes_to_duckdb_from_the_wizard_and_can_be_cancelled(
+        qtbot, wizard_for, tmp_path, monkeypatch):
+    """``load(engine="auto")`` sends large files to DuckDB: through the wizard too, with progress and Cancel."""
+    import dpdesk.engine as engine
+
+    monkeypatch.setattr(engine, "AUTO_ENGINE_BYTES", 1000)  # every file here is "large"
+    rng = np.random.default_rng(3)
+    rows = 3_000_000
+    path = tmp_path / "pairs.csv"
+    people, items = rng.integers(0, 400_000, rows), rng.integers(0, 5_000, rows)
+    with open(path, "w") as handle:
+        handle.write("person,item\n")
+        handle.write("\n".join(f"{p},{i}" for p, i in zip(people.tolist(), items.tolist())) + "\n")
+    wizard = wizard_for(path)
+    to_format_page(qtbot, wizard)
+    assert wizard.format_page.format.currentData() == "pairs"
+    wizard.next()
+    probe = Probe()
+    probe.start()
+    wizard.next()
+    page = wizard.summary_page
+    qtbot.wait(300)  # DuckDB is at work
+    qtbot.mouseClick(page.cancel_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: not page.task.running, timeout=10_000)
+    probe.stop()
+    assert wizard.dataset is None and "cancelled" in page.status.text()
+    probe.check("DuckDB read the file")
+    wizard.back()
+    wizard.next()
+    qtbot.waitUntil(lambda: wizard.dataset is not None or page.problem.isVisible(), timeout=120_000)
+    data = wizard.dataset
+    assert data is not None, page.problem.text()
+    assert getattr(data, "engine", None) is not None  # read by the engine, not into memory
+    assert data.n_rows == np.unique(people).size and page.summary.isVisible()
