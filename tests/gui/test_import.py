@@ -278,3 +278,21 @@ def test_a_file_over_the_engine_threshold_goes_to_duckdb_from_the_wizard_and_can
     assert data is not None, page.problem.text()
     assert getattr(data, "engine", None) is not None  # read by the engine, not into memory
     assert data.n_rows == np.unique(people).size and page.summary.isVisible()
+
+
+def test_a_plot_with_forty_thousand_rows_of_numbers_fills_its_table_at_once(qtbot):
+    """The "Numbers" table of a plot is lazy: 41,270 items (a kosarak-size release) do not freeze the window."""
+    from dpdesk.gui.widgets import PlotPanel
+
+    panel = PlotPanel("true vs released")
+    qtbot.addWidget(panel)
+    panel.show()
+    rows = [[f"item {j}", float(j), float(j) + 0.5] for j in range(41_270)]
+    started = time.perf_counter()
+    panel.set_table(["item", "true count", "released count"], rows)
+    qtbot.mouseClick(panel.table_button, Qt.LeftButton)  # shown: only the visible rows are drawn
+    qtbot.wait(10)
+    elapsed = time.perf_counter() - started
+    assert panel.table.isVisible() and panel.table.rowCount() == 41_270 and panel.table.columnCount() == 3
+    assert panel.table.text(41_269, 0) == "item 41269" and panel.table.text(2, 2) == "2.5"
+    assert elapsed < 0.5, f"filling the table took {elapsed * 1000:.0f} ms (a widget per cell takes ~2 s)"
