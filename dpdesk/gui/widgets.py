@@ -145,12 +145,24 @@ class RowsView(QTableView):
         self.rows_model = RowsModel()
         self.setModel(self.rows_model)
         self.setEditTriggers(QTableView.NoEditTriggers)
-        header = self.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeToContents)
-        header.setResizeContentsPrecision(200)  # column widths from the first rows, not all of them
+        # column widths from the first rows only, and only when the table is shown (not on every refill)
+        self.horizontalHeader().setResizeContentsPrecision(100)
+        self._sized = False
 
     def set_rows(self, headers: list[str], rows: list[list]) -> None:
         self.rows_model.set_rows(headers, rows)
+        self._sized = False
+        if self.isVisible():
+            self._size_columns()
+
+    def _size_columns(self) -> None:
+        if not self._sized:
+            self._sized = True
+            self.resizeColumnsToContents()
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().showEvent(event)
+        self._size_columns()
 
     def rowCount(self) -> int:  # noqa: N802 - as QTableWidget
         return self.rows_model.rowCount()
@@ -267,6 +279,7 @@ class PlotPanel(QFrame):
         self.legend.clear()
         self._series = []
         self._items = {}
+        self._shown = {}
         self.readout.setText(" ")
 
     def set_series(self, name: str, x, y, index: int, *, band=None) -> None:
@@ -277,6 +290,14 @@ class PlotPanel(QFrame):
             return
         curve, lower, upper = items[name]
         x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        shown = getattr(self, "_shown", {})
+        key = (x, y) if band is None else (x, y, *(np.asarray(b, dtype=float) for b in band))
+        previous = shown.get(name)
+        if previous is not None and len(previous) == len(key) and all(
+                a.shape == b.shape and np.array_equal(a, b, equal_nan=True) for a, b in zip(previous, key)):
+            return  # unchanged (results stream in one mechanism at a time): no redraw of this curve
+        shown[name] = key
+        self._shown = shown
         curve.setData(x, y)
         if band is not None and lower is not None:
             low, high = (np.asarray(b, dtype=float) for b in band)

@@ -313,3 +313,43 @@ def test_sas7bdat_fixture_is_what_readstat_writes(tmp_path):
     fresh, _ = pyreadstat.read_sas7bdat(made)
     kept, _ = pyreadstat.read_sas7bdat(here / "survey.sas7bdat")
     pd.testing.assert_frame_equal(fresh, kept)
+
+
+# --- helpers that keep the window responsive give the same results as the plain numpy forms ------
+
+def test_row_length_histogram_equals_numpy_histogram():
+    import scipy.sparse as sp
+
+    from dpdesk.data.dataset import from_matrix
+
+    rng = np.random.default_rng(0)
+    for n, top in [(1, 0), (7, 3), (100, 60), (5000, 3000), (3, 1)]:
+        lengths = rng.integers(0, top + 1, n)
+        lengths[0] = top
+        rows = np.repeat(np.arange(n), lengths)
+        cols = np.concatenate([rng.choice(top + 1, k, replace=False) for k in lengths])
+        data = from_matrix(sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n, top + 1)))
+        counts, edges = data.row_length_histogram()
+        expected_edges = np.unique(np.linspace(0, max(top, 1) + 1, min(50, max(top, 1) + 1) + 1).astype(np.int64))
+        expected, _ = np.histogram(data.row_counts, bins=expected_edges)
+        assert np.array_equal(edges, expected_edges) and np.array_equal(counts, expected), (n, top)
+
+
+def test_blockwise_forms_equal_numpy():
+    from dpdesk.data.dataset import blockwise_at, blockwise_repeat
+
+    rng = np.random.default_rng(2)
+    for n in (0, 1, 5, 999):
+        counts, values = rng.integers(0, 5, n), rng.integers(0, 100, n)
+        for block in (1, 3, 7, 1 << 20):
+            assert np.array_equal(blockwise_repeat(values, counts, block), np.repeat(values, counts))
+    index, weights = rng.integers(0, 10, 1000), rng.integers(0, 9, 1000)
+    for ufunc in (np.add, np.maximum):
+        plain, blocked = np.zeros(10, np.int64), np.zeros(10, np.int64)
+        ufunc.at(plain, index, weights)
+        blockwise_at(ufunc, blocked, index, weights, block=7)
+        assert np.array_equal(plain, blocked)
+    plain, blocked = np.zeros(10, object), np.zeros(10, object)  # Python integers (DPSense's exact path)
+    np.add.at(plain, index, 1)
+    blockwise_at(np.add, blocked, index, 1, block=3)
+    assert np.array_equal(plain, blocked)
