@@ -330,7 +330,7 @@ def test_row_length_histogram_equals_numpy_histogram():
         cols = np.concatenate([rng.choice(top + 1, k, replace=False) for k in lengths])
         data = from_matrix(sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n, top + 1)))
         counts, edges = data.row_length_histogram()
-        expected_edges = np.unique(np.linspace(0, max(top, 1) + 1, min(50, max(top, 1) + 1) + 1).astype(np.int64))
+        expected_edges = np.unique(np.linspace(0, top + 1, min(50, top + 1) + 1).astype(np.int64))
         expected, _ = np.histogram(data.row_counts, bins=expected_edges)
         assert np.array_equal(edges, expected_edges) and np.array_equal(counts, expected), (n, top)
 
