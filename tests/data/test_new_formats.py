@@ -353,3 +353,17 @@ def test_blockwise_forms_equal_numpy():
     np.add.at(plain, index, 1)
     blockwise_at(np.add, blocked, index, 1, block=3)
     assert np.array_equal(plain, blocked)
+
+
+def test_a_project_remembers_the_sheet_and_reads_the_workbook_again(tmp_path):
+    from dpdesk.project import Project
+
+    path = write(tmp_path, "xlsx")
+    project = Project(data={"path": str(path), "format": "pairs",
+                            "options": {"sheet": "Données", "person": "person", "item": "item", "header": True}})
+    again = Project.load(project.save(tmp_path / "survey.dpdesk"))
+    assert again.data["options"]["sheet"] == "Données"
+    data = again.load_data()
+    assert sorted(map(str, data.item_labels)) == expected_items("xlsx") and data.source["sheet"] == "Données"
+    statfile = Project(data={"path": str(write(tmp_path, "sav")), "format": "records", "options": {}})
+    assert Project.load(statfile.save(tmp_path / "sav.dpdesk")).load_data().n_rows == 5
