@@ -242,7 +242,8 @@ def test_project_round_trip(window, qtbot, data_dir, tmp_path):
     assert path.exists()
     other = MainWindow()
     qtbot.addWidget(other)
-    other.open_project(str(path))
+    other.open_project(str(path))  # the data file is read on a worker
+    qtbot.waitUntil(lambda: other.state.dataset is not None, timeout=30_000)
     assert other.state.dataset.fingerprint == data.fingerprint
     assert other.state.bound == 37 and abs(other.state.epsilon - 0.5) < 1e-12
     assert [c.mechanism for c in other.state.enabled()] == ["lpa", "alpa"]

@@ -296,3 +296,29 @@ def test_a_plot_with_forty_thousand_rows_of_numbers_fills_its_table_at_once(qtbo
     assert panel.table.isVisible() and panel.table.rowCount() == 41_270 and panel.table.columnCount() == 3
     assert panel.table.text(41_269, 0) == "item 41269" and panel.table.text(2, 2) == "2.5"
     assert elapsed < 0.5, f"filling the table took {elapsed * 1000:.0f} ms (a widget per cell takes ~2 s)"
+
+
+def test_opening_a_project_reads_its_data_on_a_worker_with_cancel(qtbot, tmp_path, dpdesk_home):
+    from dpdesk.gui.main_window import MainWindow
+    from dpdesk.project import Project
+
+    path = tmp_path / "large.dat"
+    big_fimi(path, 1_000_000)
+    project = Project(data={"path": str(path), "format": "transactions", "options": {}}).save(tmp_path / "p.dpdesk")
+    window = MainWindow()
+    qtbot.addWidget(window)
+    window.show()
+    probe = Probe()
+    probe.start()
+    window.open_project(str(project))
+    assert window.state.dataset is None and window.project_task.running  # returned at once
+    window.project_task.cancel()
+    qtbot.waitUntil(lambda: not window.project_task.running, timeout=10_000)
+    qtbot.wait(50)
+    assert window.state.dataset is None and "cancelled" in window.statusBar().currentMessage()
+    window.open_project(str(project))
+    qtbot.waitUntil(lambda: window.state.dataset is not None, timeout=60_000)
+    probe.stop()
+    assert window.state.dataset.n_rows == 1_000_000 and window.state.project_path.name == "p.dpdesk"
+    probe.check("a project's data file was read")
+    window.state.dirty = False
