@@ -4,6 +4,7 @@ about and where the published list of items comes from."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -12,11 +13,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QCheckBox, QComb
                                QPushButton, QRadioButton, QStackedWidget, QTableWidget, QVBoxLayout, QWidget,
                                QWizard, QWizardPage)
 
-import os
-
 from ..data import load
 from ..data.detect import DELIMITER_NAMES, FORMATS, look, preview_table, sheet_sniffed
-from ..errors import DpdeskError
 from ..paths import sample_path
 from .publication import PublicationPage
 from .widgets import Banner, DataSummaryView, explanation, fill_table

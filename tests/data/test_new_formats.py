@@ -237,6 +237,7 @@ def test_sheet_is_for_workbooks_only(tmp_path):
 
 
 def test_statfile_read_in_many_chunks_keeps_row_numbers(tmp_path, monkeypatch):
+    import pandas as pd
     import pyreadstat
 
     import dpdesk.data.statfiles as statfiles
@@ -244,13 +245,9 @@ def test_statfile_read_in_many_chunks_keeps_row_numbers(tmp_path, monkeypatch):
     monkeypatch.setattr(statfiles, "CHUNK_VALUES", 10)  # 500 rows a chunk (the smallest)
     n = 1733
     people = np.arange(n).astype(float)
-    people[1500] = np.nan
-    frame_ = frame().iloc[:0].copy()
-    import pandas as pd
-
-    frame_ = pd.DataFrame({"person": people, "item": (np.arange(n) % 11).astype(float)})
+    people[1500] = np.nan  # row 1501: a missing person
     path = tmp_path / "big.sav"
-    pyreadstat.write_sav(frame_, path)
+    pyreadstat.write_sav(pd.DataFrame({"person": people, "item": (np.arange(n) % 11).astype(float)}), path)
     with pytest.raises(DataError) as caught:
         dpdesk.load(path, format="pairs")
     assert caught.value.row == 1501  # found in the fourth chunk, numbered from the file's start
