@@ -206,9 +206,10 @@ class FormatPage(QWizardPage):
                              (self.sheet, "Sheet of the workbook")):
             widget.setAccessibleName(name)
         layout.addLayout(form)
+        self.form = form
         self.detected = explanation("")
         layout.addWidget(self.detected)
-        layout.addWidget(QLabel("Preview of the first lines as they will be read:"))
+        layout.addWidget(QLabel("Preview of the first rows as they will be read:"))
         self.table = QTableWidget()
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.table.setAccessibleName("Preview of the file")
@@ -228,12 +229,15 @@ class FormatPage(QWizardPage):
             self.sheet.addItem(name, name)
         self._set(self.sheet, sniffed.sheet)
         self._filling = False
-        for widget in (self.sheet, self.sheet_label):
-            widget.setVisible(sniffed.kind == "xlsx")
+        self.form.setRowVisible(self.sheet, sniffed.kind == "xlsx")
+        self.form.setRowVisible(self.header, not sniffed.named_columns)  # SPSS, Stata, SAS, Parquet name theirs
         self._show_guess(sniffed)
         self._set(self.encoding, "auto")
-        for widget in (self.delimiter, self.encoding):
+        for widget in (self.delimiter, self.encoding):  # a workbook or a data file has neither
             widget.setEnabled(not sniffed.binary)
+            self.form.setRowVisible(widget, not sniffed.binary)
+        self.header.setText("The first row holds column names" if sniffed.kind == "xlsx"
+                            else "The first line holds column names")
         self.refresh()
 
     def _show_guess(self, sniffed) -> None:
@@ -244,7 +248,8 @@ class FormatPage(QWizardPage):
         self._filling = False
         if sniffed.binary:
             where = f" (sheet '{sniffed.sheet}')" if sniffed.kind == "xlsx" else ""
-            text = f"Detected: a <b>{sniffed.kind_name}</b> file{where}; <b>{sniffed.describe()}</b>"
+            article = "an" if sniffed.kind_name.startswith(("Excel", "SPSS")) else "a"
+            text = f"Detected: {article} <b>{sniffed.kind_name}</b> file{where}; <b>{sniffed.describe()}</b>"
             if sniffed.kind == "xlsx":
                 text += f"; header: {'yes' if sniffed.header else 'no'}"
             if sniffed.n_rows:
