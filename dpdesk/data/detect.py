@@ -98,6 +98,11 @@ class Sniffed:
     def kind_name(self) -> str:
         return KIND_NAMES.get(self.kind, self.kind)
 
+    @property
+    def a_kind(self) -> str:
+        """The kind with its article: "an SPSS", "a Stata", "an Excel workbook"."""
+        return a_kind(self.kind)
+
     def describe(self) -> str:
         line = "row" if self.binary else "line"
         items = ("one item per cell" if self.kind == "xlsx"
@@ -233,6 +238,11 @@ def sniff(path: str | Path, *, raw: bytes | None = None, encoding: str = "auto",
     sniffed = _layout(rows, delimiter, encoding_used)
     sniffed.head = head
     return sniffed
+
+
+def a_kind(kind: str) -> str:
+    name = KIND_NAMES.get(kind, kind)
+    return ("an " if name.startswith(("Excel", "SPSS")) else "a ") + name
 
 
 def binary_kind(head: bytes, path) -> str | None:

@@ -91,7 +91,7 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
     sheet = options.get("sheet")
     sniffed = sniff(path, source=source, encoding=encoding, sheet=sheet)
     if sheet not in (None, "") and sniffed.kind != "xlsx":
-        raise ParameterError(f"The sheet option is for Excel workbooks; {path.name} is a {sniffed.kind_name} file.")
+        raise ParameterError(f"The sheet option is for Excel workbooks; {path.name} is {sniffed.a_kind} file.")
     fmt = sniffed.format if format == "auto" else format
     if options.get("attributes") and format == "auto" and fmt in ("pairs", "matrix"):
         fmt = "records"
@@ -117,8 +117,8 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
         dataset = build_incidence(rows, cols, n_rows, labels, name=name, source=source_record)
     elif fmt == "transactions":
         if sniffed.binary:
-            raise DataError(f"a {sniffed.kind_name} file holds a table, which cannot be read as transactions",
-                            path=path, expected=f"pairs, matrix, records or cells for a {sniffed.kind_name} file")
+            raise DataError(f"{sniffed.a_kind} file holds a table, which cannot be read as transactions",
+                            path=path, expected=f"pairs, matrix, records or cells for {sniffed.a_kind} file")
         lines = parse_transactions(source, delimiter=delimiter, encoding=sniffed.encoding,
                                    automatic=encoding == "auto", header=header, budget=budget,
                                    progress=lambda f, m="": progress(0.05 + 0.85 * f, m), cancel=cancel)

@@ -248,8 +248,8 @@ class FormatPage(QWizardPage):
         self._filling = False
         if sniffed.binary:
             where = f" (sheet '{sniffed.sheet}')" if sniffed.kind == "xlsx" else ""
-            article = "an" if sniffed.kind_name.startswith(("Excel", "SPSS")) else "a"
-            text = f"Detected: {article} <b>{sniffed.kind_name}</b> file{where}; <b>{sniffed.describe()}</b>"
+            article, name = sniffed.a_kind.split(" ", 1)
+            text = f"Detected: {article} <b>{name}</b> file{where}; <b>{sniffed.describe()}</b>"
             if sniffed.kind == "xlsx":
                 text += f"; header: {'yes' if sniffed.header else 'no'}"
             if sniffed.n_rows:

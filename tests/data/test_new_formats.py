@@ -364,3 +364,11 @@ def test_a_project_remembers_the_sheet_and_reads_the_workbook_again(tmp_path):
     assert sorted(map(str, data.item_labels)) == expected_items("xlsx") and data.source["sheet"] == "Données"
     statfile = Project(data={"path": str(write(tmp_path, "sav")), "format": "records", "options": {}})
     assert Project.load(statfile.save(tmp_path / "sav.dpdesk")).load_data().n_rows == 5
+
+
+@pytest.mark.parametrize("kind", ["sav", "dta", "xpt", "sas7bdat"])
+def test_statfiles_are_tables_not_baskets(tmp_path, capsys, kind):
+    path = write(tmp_path, kind)
+    status, _, err = inspect(capsys, path, "--format", "transactions")
+    assert status == 2 and path.name in err and "cannot be read as transactions" in err
+    assert "pairs, matrix, records or cells" in err and len(err.strip().splitlines()) == 1
