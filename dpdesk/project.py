@@ -74,6 +74,7 @@ SCHEMA = _object({
             "attributes": _either(("list", _either(_text(True), _whole(0))), NULL),
             "domains": _either(("mapping", DOMAIN_VALUES), NULL),
             "memory_limit": _either(_text(True), _whole(1 << 20), NULL),
+            "sheet": COLUMN,  # an Excel workbook's sheet, by name or 0-based position
         }),
     }),
     "mechanisms": ("list", _object({

@@ -78,7 +78,8 @@ def main() -> None:
     wizard = ImportWizard(window, str(DATA))
     wizard.show()
     shoot(wizard, "02-wizard-file")
-    wizard.next()
+    wizard.next()  # the file's first rows are looked at on a worker; the page moves on when done
+    wait_for(lambda: wizard.currentPage() is wizard.format_page)
     shoot(wizard, "03-wizard-format")
     wizard.next()
     shoot(wizard, "04-wizard-mapping")

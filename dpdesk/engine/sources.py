@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data.dataset import CellCounts, natural_order
-from ..data.detect import sniff
+from ..data.detect import a_kind, binary_kind, sniff
 from ..data.loader import OPTION_NAMES, _delimiter, _display_name, _settled
 from ..data.tabular import _distinct_names, resolve_column
 from ..data.textio import memory_budget, open_source
@@ -38,6 +38,10 @@ def read_file(path, format: str = "auto", *, engine: str = "duckdb", spark_maste
     path = Path(path)
     progress(0.0, "Reading file")
     source = open_source(path)
+    kind = binary_kind(source.head(4096), path)
+    if kind not in (None, "parquet"):
+        raise EngineUnsupported(f"The {engine} engine reads text files and Parquet; {path.name} is {a_kind(kind)} "
+                                "file, which dpdesk reads in memory: use --engine memory (or auto).")
     baskets = read_baskets_metadata(path) if not source.compressed else None
     name = options.get("name") or _display_name(path)
     backend = open_engine(engine, memory_limit=options.get("memory_limit"), spark_master=spark_master)
@@ -231,6 +235,9 @@ def convert(path, out, format: str = "auto", *, progress: ProgressFn | None = No
         raise sniffed.refusal(path)
     if sniffed.parquet:
         raise ParameterError(f"{path.name} is a Parquet file already.")
+    if sniffed.binary:
+        raise ParameterError(f"dpdesk convert reads text files; {path.name} is {sniffed.a_kind} file, which "
+                             "dpdesk reads directly (dpdesk inspect, release and compare take it as it is).")
     if fmt == "transactions":
         write_baskets(source, out, delimiter=delimiter, encoding=sniffed.encoding, automatic=encoding == "auto",
                       header=header, budget=memory_budget(options.get("memory_limit")), progress=progress,

@@ -29,7 +29,7 @@ from .. import mechanisms as registry
 from ..data import load
 from ..errors import DpdeskError, ParameterError
 from ..evaluation.compare import Entry, run_comparison
-from ..evaluation.metrics import LOWER_IS_BETTER, METRIC_LABELS, top_k, topk_accuracy
+from ..evaluation.metrics import LOWER_IS_BETTER, METRIC_LABELS, top_k, topk_accuracies
 from ..evaluation.summaries import error_vs_range_size, error_vs_summary_size
 from ..evaluation.standin import DeclaredFacts, synthetic_cells, synthetic_incidence
 from .state import AppState
@@ -607,7 +607,7 @@ class ComparePage(QWidget):
         for i, ((label, e), release) in enumerate(x for x in comparison.examples.items() if x[0][1] == epsilon):
             if release.values is None:
                 continue
-            values = [topk_accuracy(release.values, true, k) for k in ks]
+            values = topk_accuracies(release.values, true, ks)
             panel.add_series(label, ks, values, i)
             rows += [[label, k, v] for k, v in zip(ks, values)]
         panel.set_table(["mechanism", "k", "top-k accuracy"], rows)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QRect, QSettings, QSize
+from PySide6.QtCore import QRect, QSettings, QSize, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMainWindow,
-                               QMessageBox, QPushButton, QScrollArea, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget)
+                               QMessageBox, QProgressDialog, QPushButton, QScrollArea, QSizePolicy, QStackedWidget,
+                               QVBoxLayout, QWidget)
 
 from .. import __version__
 from ..errors import DpdeskError
@@ -23,6 +24,7 @@ from .release_page import ReleasePage
 from .state import AppState
 from .widgets import DataSummaryView, explanation, heading, show_error
 from .wizard import ImportWizard
+from .workers import Task
 
 STEPS = ["① Data", "② Configure", "③ Compare", "④ Plan", "⑤ Release"]
 MAX_RECENT = 8
@@ -92,6 +94,7 @@ class MainWindow(QMainWindow):
     def __init__(self):
         super().__init__()
         self.state = AppState()
+        self.project_task: Task | None = None  # reading a project's data file
         self.settings = QSettings(str(user_data_dir() / "settings.ini"), QSettings.IniFormat)
         self.setAcceptDrops(True)
         first = fitted_geometry(self.screen().availableGeometry())
@@ -209,9 +212,31 @@ class MainWindow(QMainWindow):
                 return
         try:
             project = Project.load(path)
-            data = project.load_data()
         except DpdeskError as error:
             show_error(self, error)
+            return
+        if self.project_task is not None and self.project_task.running:
+            return
+        # the project's data file is read on a worker, with progress and Cancel (never in the GUI thread)
+        dialog = QProgressDialog(f"Reading the data of {Path(path).name}…", "Cancel", 0, 1000, self)
+        dialog.setWindowTitle("Opening the project")
+        dialog.setWindowModality(Qt.WindowModal)
+        dialog.setMinimumDuration(400)
+        dialog.setAutoClose(False)
+        dialog.setAutoReset(False)
+        task = Task(project.load_data, parent=self)
+        task.progress.connect(lambda fraction, message: (dialog.setValue(int(fraction * 1000)),
+                                                        dialog.setLabelText(message or dialog.labelText())))
+        task.succeeded.connect(lambda data: self._project_opened(project, path, data))
+        task.failed.connect(lambda error, details: show_error(self, error, details))
+        task.cancelled.connect(lambda: self.statusBar().showMessage(f"Opening {Path(path).name} was cancelled."))
+        task.finished.connect(dialog.close)
+        dialog.canceled.connect(task.cancel)
+        self.project_task = task
+        task.start()
+
+    def _project_opened(self, project: Project, path, data) -> None:
+        if self.project_task is not None and self.project_task.token.cancelled:
             return
         settings = {"path": project.data["path"], "format": project.data.get("format", "auto"),
                     **project.data.get("options", {})}

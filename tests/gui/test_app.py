@@ -34,8 +34,8 @@ def run_wizard(qtbot, path, **changes):
     wizard = ImportWizard(None, str(path))
     qtbot.addWidget(wizard)
     wizard.show()
-    wizard.next()  # file → format (sniffs the file)
-    assert wizard.currentPage() is wizard.format_page
+    wizard.next()  # file → format: the file's head is looked at on a worker, then the page moves on
+    qtbot.waitUntil(lambda: wizard.currentPage() is wizard.format_page, timeout=30_000)
     for name, value in changes.items():
         combo = getattr(wizard.format_page, name)
         combo.setCurrentIndex(combo.findData(value))
@@ -204,6 +204,7 @@ def test_broken_file_shows_the_line(window, qtbot, tmp_path):
     qtbot.addWidget(missing)
     missing.show()
     missing.next()
+    qtbot.waitUntil(lambda: missing.file_page.problem.isVisible(), timeout=10_000)
     assert missing.currentPage() is missing.file_page and "does not exist" in missing.file_page.problem.text()
 
 
@@ -245,7 +246,8 @@ def test_project_round_trip(window, qtbot, data_dir, tmp_path):
     assert path.exists()
     other = MainWindow()
     qtbot.addWidget(other)
-    other.open_project(str(path))
+    other.open_project(str(path))  # the data file is read on a worker
+    qtbot.waitUntil(lambda: other.state.dataset is not None, timeout=30_000)
     assert other.state.dataset.fingerprint == data.fingerprint
     assert other.state.bound == 37 and abs(other.state.epsilon - 0.5) < 1e-12
     assert [c.mechanism for c in other.state.enabled()] == ["lpa", "alpa"]

@@ -28,7 +28,8 @@ def test_a_first_time_steward_publishes_the_sample(qtbot, dpdesk_home, tmp_path,
         qtbot.addWidget(wizard)
         wizard.show()
         assert wizard.file_page.path.text() == str(sample_path())
-        wizard.next()  # → format
+        wizard.next()  # the first page looks at the file on a worker, then moves on → format
+        qtbot.waitUntil(lambda: wizard.currentPage() is wizard.format_page, timeout=30_000)
         wizard.next()  # → mapping
         wizard.next()  # → summary: loads in the background
         qtbot.waitUntil(lambda: wizard.dataset is not None, timeout=30_000)
