@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +34,7 @@ from ..data.textio import MemoryBudget, Source, memory_budget
 from ..data.transactions import _Parser, _Quoted, parse_transactions
 
 BASKETS_FORMAT = "dpdesk-baskets-v1"
-FORMAT_KEY, LABELS_KEY = b"dpdesk.format", b"dpdesk.labels"
+FORMAT_KEY, LABELS_KEY, FINGERPRINT_KEY = b"dpdesk.format", b"dpdesk.labels", b"dpdesk.fingerprint"
 ROWS_PER_GROUP = 1 << 20  # Parquet row groups of about a million people
 
 
@@ -45,6 +46,8 @@ class BasketsInfo:
     labels: list[str] | None  # label mode: the label of each code; integer mode: None (code = id)
     rows: int
     cells: int
+    #: the content's fingerprint, stored by ``dpdesk convert`` (:func:`seal_baskets`); None for files made on the way
+    fingerprint: str | None = None
 
 
 class _Restart(Exception):
@@ -173,11 +176,13 @@ class _Writer:
             self.writer.write_table(self.pa.Table.from_batches(self.buffered), row_group_size=ROWS_PER_GROUP)
             self.buffered, self.buffered_rows = [], 0
 
-    def close(self, labels: list[str] | None) -> None:
+    def close(self, labels: list[str] | None, fingerprint: str | None = None) -> None:
         self.write()
         metadata = {FORMAT_KEY: BASKETS_FORMAT.encode()}
         if labels is not None:
             metadata[LABELS_KEY] = json.dumps(labels, ensure_ascii=False).encode("utf-8")
+        if fingerprint is not None:
+            metadata[FINGERPRINT_KEY] = fingerprint.encode("ascii")
         self.writer.add_key_value_metadata(metadata)
         self.writer.close()
 
@@ -271,8 +276,38 @@ def read_baskets_metadata(path) -> BasketsInfo | None:
         labels = json.loads(metadata[LABELS_KEY].decode("utf-8")) if LABELS_KEY in metadata else None
     except (ValueError, UnicodeDecodeError):
         raise DataError("the dpdesk label list in the Parquet footer is damaged", path=path) from None
+    fingerprint = metadata.get(FINGERPRINT_KEY, b"").decode("ascii", errors="replace") or None
+    if fingerprint is not None and not re.fullmatch(r"[0-9a-f]{64}", fingerprint):
+        raise DataError("the dpdesk fingerprint in the Parquet footer is damaged", path=path)
     rows = int(parquet.metadata.num_rows)
-    return BasketsInfo(Path(path), labels, rows, -1)
+    return BasketsInfo(Path(path), labels, rows, -1, fingerprint)
+
+
+def seal_baskets(staged: Path, out: Path, fingerprint: str, *, cancel: CancelToken | None = None) -> None:
+    """Copy the baskets file ``staged`` to ``out``, row group by row group, with ``fingerprint`` in its footer.
+
+    The fingerprint needs every row and the final item numbering, so it cannot be computed
+    while the file is first written; ``dpdesk convert`` computes it from the staged file and
+    stores it, so that every release from the converted file skips that pass. Written beside
+    ``out`` and renamed at the end.
+    """
+    import pyarrow.parquet as pq
+
+    info = read_baskets_metadata(staged)
+    parquet = pq.ParquetFile(str(staged))
+    partial = out.with_name(f".{out.name}.{os.getpid()}.part")
+    writer = _Writer(partial)
+    try:
+        for group in range(parquet.num_row_groups):
+            if cancel is not None:
+                cancel.check()
+            writer.append_items(parquet.read_row_group(group, columns=["items"]).column("items").combine_chunks())
+        writer.close(info.labels, fingerprint)
+        os.replace(partial, out)
+    finally:
+        if partial.exists():
+            writer.writer.close()
+            partial.unlink()
 
 
 def baskets_dataset(path, format: str = "auto", *, name: str | None = None, progress: ProgressFn | None = None,
@@ -322,11 +357,15 @@ def baskets_dataset(path, format: str = "auto", *, name: str | None = None, prog
     np.cumsum(lengths, out=indptr[1:])
     matrix = sp.csr_matrix((np.ones(columns.size, dtype=np.uint8), columns.astype(index), indptr.astype(index)),
                            shape=(lengths.size, mapping.codes.size))
-    matrix.has_sorted_indices = False
-    matrix.sort_indices()  # codes ascend within a row; columns in natural label order need not
+    if not np.all(np.diff(mapping.position) > 0):  # codes ascend within a row; columns then need not
+        matrix.has_sorted_indices = False
+        matrix.sort_indices()
     if lengths.size == 0:
         raise DataError("the file contains no people", path=path, expected="at least one line of data")
     display = name or Path(path).name
     progress(1.0, "Loaded")
-    return Dataset(matrix, mapping.natural_labels, name=display,
-                   source={"path": str(path), "format": "transactions", "parquet": "baskets"})
+    dataset = Dataset(matrix, mapping.natural_labels, name=display,
+                      source={"path": str(path), "format": "transactions", "parquet": "baskets"})
+    if info.fingerprint is not None:
+        dataset.fingerprint = info.fingerprint  # computed by dpdesk convert (seal_baskets): fills the cached property
+    return dataset

@@ -303,6 +303,8 @@ class EngineDataset:
         """:attr:`Dataset.fingerprint` of the same content, computed streaming (no matrix, no sort)."""
         if self.mapping is not None:
             raise RuntimeError("the fingerprint is of the data as read, before projection")  # api uses origin
+        if self.incidence.fingerprint is not None:  # stored by dpdesk convert (baskets.seal_baskets)
+            return self.incidence.fingerprint
         lanes = np.zeros(3, dtype=np.uint64)
         for rows, offsets, columns in self._row_batches(queries.rows_longer(
                 self.relation, -1, ordered=self.engine.kind != "duckdb"), None):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import weakref
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from ..data.textio import memory_budget, open_source
 from ..errors import DataError, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress, scaled
 from .backend import EngineUnsupported, open_engine
-from .baskets import read_baskets_metadata, write_baskets, write_relation_baskets
+from .baskets import read_baskets_metadata, seal_baskets, write_baskets, write_relation_baskets
 from .dataset import EngineDataset
 from .relation import (baskets_relation, csv_reader, pairs_relation, quote_name, records_relation, table_columns,
                        text_column, fresh_name)
@@ -50,7 +51,7 @@ def read_file(path, format: str = "auto", *, engine: str = "duckdb", spark_maste
             if format not in ("auto", "transactions"):
                 raise DataError("this is a dpdesk baskets file (dpdesk convert): it holds transactions", path=path,
                                 expected="--format transactions or auto")
-            incidence = baskets_relation(backend, path, baskets.labels, cancel=cancel)
+            incidence = baskets_relation(backend, path, baskets.labels, cancel=cancel, fingerprint=baskets.fingerprint)
             record = {"path": str(path), "format": "transactions", "parquet": "baskets"}
             return _owned(EngineDataset(incidence, name=name, source=record), backend)
         encoding = options.get("encoding", "auto") or "auto"
@@ -239,9 +240,21 @@ def convert(path, out, format: str = "auto", *, progress: ProgressFn | None = No
         raise ParameterError(f"dpdesk convert reads text files; {path.name} is {sniffed.a_kind} file, which "
                              "dpdesk reads directly (dpdesk inspect, release and compare take it as it is).")
     if fmt == "transactions":
-        write_baskets(source, out, delimiter=delimiter, encoding=sniffed.encoding, automatic=encoding == "auto",
-                      header=header, budget=memory_budget(options.get("memory_limit")), progress=progress,
-                      cancel=cancel)
+        # written once, fingerprinted, then sealed with the fingerprint in its footer (baskets.seal_baskets)
+        staged = out.with_name(f".{out.name}.{os.getpid()}.staged")
+        try:
+            info = write_baskets(source, staged, delimiter=delimiter, encoding=sniffed.encoding,
+                                 automatic=encoding == "auto", header=header,
+                                 budget=memory_budget(options.get("memory_limit")),
+                                 progress=scaled(progress, 0.0, 0.6), cancel=cancel)
+            with open_engine("duckdb", memory_limit=options.get("memory_limit")) as backend:
+                progress(0.6, "Computing the fingerprint")
+                fingerprint = EngineDataset(baskets_relation(backend, staged, info.labels, cancel=cancel)).fingerprint
+            progress(0.85, "Writing the Parquet file")
+            seal_baskets(staged, out, fingerprint, cancel=cancel)
+        finally:
+            staged.unlink(missing_ok=True)
+        progress(1.0, "Converted")
         return out
     names = _text_names(source, delimiter, header, sniffed.encoding, path)
     with open_engine("duckdb", memory_limit=options.get("memory_limit")) as backend:

@@ -99,6 +99,32 @@ def test_convert_round_trip(data_dir, tmp_path):
             assert again.summary() == memory.summary()
     with pytest.raises(Exception, match="already exists"):
         convert(data_dir / "retail.dat.gz", tmp_path / "retail.dat.gz.parquet")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.parquet" for n in
+                                                                ("retail.dat.gz", "groceries.csv.gz", "chess.dat.gz"))
+
+
+def test_convert_stores_the_fingerprint_and_releases_trust_it(data_dir, tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from dpdesk.engine.baskets import FINGERPRINT_KEY, read_baskets_metadata
+    from dpdesk.engine.dataset import EngineDataset
+
+    memory = dpdesk.load(data_dir / "groceries.csv.gz", engine="memory")
+    out = convert(data_dir / "groceries.csv.gz", tmp_path / "groceries.parquet")
+    stored = pq.ParquetFile(out).metadata.metadata[FINGERPRINT_KEY].decode()
+    assert stored == memory.fingerprint == read_baskets_metadata(out).fingerprint
+    # the stored value is what a release reads: no pass over the rows
+    monkeypatch.setattr(EngineDataset, "_row_batches", lambda *a, **k: (_ for _ in ()).throw(AssertionError("read")))
+    assert scan(out).fingerprint == stored
+    assert dpdesk.load(out, engine="memory").fingerprint == stored
+    # a damaged value is refused, never trusted
+    table = pq.read_table(out)
+    metadata = dict(pq.ParquetFile(out).metadata.metadata)
+    metadata[FINGERPRINT_KEY] = b"not a fingerprint"
+    damaged = tmp_path / "damaged.parquet"
+    pq.write_table(table.replace_schema_metadata(metadata), damaged)
+    with pytest.raises(DataError, match="fingerprint in the Parquet footer is damaged"):
+        scan(damaged)
 
 
 def test_sqlite_source_equals_the_csv(data_dir, tmp_path):
