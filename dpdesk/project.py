@@ -65,6 +65,7 @@ SCHEMA = _object({
     "dpdesk_project": ("choice", (FORMAT_VERSION,)),
     "data": _object({
         "path": _text(True),
+        "sql": _text(True), "query": _text(True),  # a database source: the URL (no password) and the query
         "format": ("choice", ("auto", "transactions", "pairs", "matrix", "records", "cells")),
         "options": _object({
             "encoding": _text(True), "delimiter": _either(_text(True), NULL),
@@ -227,10 +228,16 @@ class Project:
     def load_data(self, **kwargs):
         from .data import load
 
-        if not self.data.get("path"):
-            raise ParameterError("The project does not name a data file.")
         options = dict(self.data.get("options") or {})
         options.update(kwargs)
+        if self.data.get("sql"):
+            from .engine.sql import load_sql
+
+            if not self.data.get("query"):
+                raise ParameterError("The project names a database but no query.")
+            return load_sql(self.data["sql"], self.data["query"], self.data.get("format", "pairs"), **options)
+        if not self.data.get("path"):
+            raise ParameterError("The project does not name a data file.")
         return load(self.data["path"], format=self.data.get("format", "auto"), **options)
 
     def items_declaration(self):

@@ -25,7 +25,7 @@ from .textio import HEAD_BYTES, Source, detect_encoding, head_lines, is_parquet,
 FORMATS = ("transactions", "pairs", "matrix", "records", "cells")
 #: what each kind of file is called in messages and in the wizard
 KIND_NAMES = {"text": "text", "parquet": "Parquet", "xlsx": "Excel workbook", "sav": "SPSS", "dta": "Stata",
-              "sas7bdat": "SAS", "xpt": "SAS transport (XPORT)"}
+              "sas7bdat": "SAS", "xpt": "SAS transport (XPORT)", "database": "database query"}
 #: extensions of the files that are not text (for file dialogs and messages)
 BINARY_EXTENSIONS = (".parquet", ".xlsx", ".xlsm", ".sav", ".zsav", ".dta", ".sas7bdat", ".xpt")
 DELIMITER_NAMES = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe", None: "spaces"}

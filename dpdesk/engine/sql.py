@@ -182,4 +182,40 @@ def load_sql(url: str, query: str, format: str = "pairs", *, name: str | None = 
         raise
 
 
-__all__ = ["load_sql", "query_batches", "quote_name"]
+PREVIEW_ROWS = 20
+
+
+def look_sql(url: str, query: str, *, progress: ProgressFn | None = None, cancel: CancelToken | None = None):
+    """The import wizard's first look at a query: its columns, first rows and a guessed layout (a ``Sniffed``).
+
+    Only the first batch of rows is fetched; the connection is closed at once.
+    """
+    from ..data.detect import COUNT_NAMES, Sniffed
+
+    progress = progress or no_progress
+    progress(0.0, "Running the query")
+    names, reader, failure = query_batches(url, query, cancel)
+    try:
+        try:
+            batch = reader.read_next_batch()
+            rows = [[("" if v is None else str(v)) for v in row.values()] for row in batch.to_pylist()[:PREVIEW_ROWS]]
+        except StopIteration:
+            rows = []
+        except Exception:
+            if failure:
+                raise failure[0] from None
+            raise
+    finally:
+        reader.close()
+    fmt = ("cells" if any(n.strip().lower() in COUNT_NAMES for n in names)
+           else "pairs" if len(names) <= 3 else "records")
+    progress(1.0, "Done")
+    return Sniffed(fmt, None, True, "utf-8", list(names), rows, kind="database")
+
+
+def database_record(url: str, query: str) -> dict:
+    """What a project file keeps of a database source: the URL without its password, and the query."""
+    return {"sql": _where(url).replace(":***@", "@"), "query": query}
+
+
+__all__ = ["database_record", "load_sql", "look_sql", "query_batches", "quote_name"]

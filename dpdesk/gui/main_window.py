@@ -23,6 +23,7 @@ from .plan_page import PlanPage
 from .release_page import ReleasePage
 from .state import AppState
 from .widgets import DataSummaryView, explanation, heading, show_error
+from .preferences import PreferencesDialog, apply_memory_preference
 from .wizard import ImportWizard
 from .workers import Task
 
@@ -86,7 +87,8 @@ class DataPage(QWidget):
         if data is None:
             return
         source = data.source
-        self.title.setText(f"{data.describe()} — read as {source.get('format')} from {Path(source.get('path', '')).name}")
+        where = Path(source["path"]).name if source.get("path") else source.get("sql", "")
+        self.title.setText(f"{data.describe()} — read as {source.get('format')} from {where}")
         self.summary.show_dataset(data)
 
 
@@ -96,6 +98,7 @@ class MainWindow(QMainWindow):
         self.state = AppState()
         self.project_task: Task | None = None  # reading a project's data file
         self.settings = QSettings(str(user_data_dir() / "settings.ini"), QSettings.IniFormat)
+        apply_memory_preference(self.settings)
         self.setAcceptDrops(True)
         first = fitted_geometry(self.screen().availableGeometry())
         self.resize(first.size())
@@ -165,6 +168,8 @@ class MainWindow(QMainWindow):
         self.recent_menu = file_menu.addMenu("&Recent files")
         self._fill_recent()
         file_menu.addSeparator()
+        self._action(file_menu, "&Preferences…", lambda: PreferencesDialog(self.settings, self).exec(),
+                     QKeySequence.Preferences)
         self._action(file_menu, "&Quit", self.close, QKeySequence.Quit)
         go = self.menuBar().addMenu("&Go")
         for i, text in enumerate(STEPS):
@@ -190,7 +195,8 @@ class MainWindow(QMainWindow):
         if wizard.exec() and wizard.dataset is not None:
             name, declaration = wizard.publication()
             self.state.set_dataset(wizard.dataset, wizard.settings(), name, declaration)
-            self._remember(wizard.settings()["path"])
+            if "path" in wizard.settings():  # a database query is not a recent file
+                self._remember(wizard.settings()["path"])
             self.statusBar().showMessage(f"Loaded {wizard.dataset.describe()}.")
             return True
         return False
@@ -238,10 +244,11 @@ class MainWindow(QMainWindow):
     def _project_opened(self, project: Project, path, data) -> None:
         if self.project_task is not None and self.project_task.token.cancelled:
             return
-        settings = {"path": project.data["path"], "format": project.data.get("format", "auto"),
-                    **project.data.get("options", {})}
+        settings = {**{k: project.data[k] for k in ("path", "sql", "query") if k in project.data},
+                    "format": project.data.get("format", "auto"), **project.data.get("options", {})}
         self.state.apply_project(project)
-        self.state.set_dataset(data, settings, self.state.dataset_name or default_dataset_name(settings["path"]),
+        self.state.set_dataset(data, settings,
+                               self.state.dataset_name or default_dataset_name(settings.get("path") or data.name),
                                self.state.domain_declaration)
         self.state.project_path = Path(path)
         self.state.dirty = False

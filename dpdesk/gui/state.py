@@ -174,10 +174,12 @@ class AppState(QObject):
     # -- projects ----------------------------------------------------------------------
     def to_project(self) -> Project:
         data = {}
-        if self.import_settings.get("path"):
-            options = {k: v for k, v in self.import_settings.items() if k not in ("path", "format")}
-            data = {"path": self.import_settings["path"], "format": self.import_settings.get("format", "auto"),
-                    "options": options}
+        where = ("path",) if self.import_settings.get("path") else ("sql", "query") \
+            if self.import_settings.get("sql") else ()
+        if where:
+            options = {k: v for k, v in self.import_settings.items() if k not in (*where, "format")}
+            data = {**{k: self.import_settings[k] for k in where},
+                    "format": self.import_settings.get("format", "auto"), "options": options}
         mechanisms = [{"mechanism": c.mechanism, "params": self.params_for(c.mechanism), "enabled": c.enabled}
                       for c in self.configurations.values()]
         compare = dict(self.compare_settings)

@@ -8,13 +8,14 @@ import os
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QCheckBox, QComboBox, QFileDialog, QFormLayout,
-                               QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QProgressBar,
-                               QPushButton, QRadioButton, QStackedWidget, QTableWidget, QVBoxLayout, QWidget,
-                               QWizard, QWizardPage)
+from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QCheckBox, QComboBox, QDialog, QDialogButtonBox,
+                               QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QListWidget,
+                               QListWidgetItem, QPlainTextEdit, QProgressBar, QPushButton, QRadioButton,
+                               QStackedWidget, QTableWidget, QVBoxLayout, QWidget, QWizard, QWizardPage)
 
 from ..data import load
 from ..data.detect import DELIMITER_NAMES, FORMATS, look, preview_table, sheet_sniffed
+from ..engine.sql import database_record, load_sql, look_sql
 from ..paths import sample_path
 from .publication import PublicationPage
 from .widgets import Banner, DataSummaryView, explanation, fill_table
@@ -37,6 +38,67 @@ ENCODINGS = [("auto", "Detect automatically"), ("utf-8", "UTF-8"), ("utf-8-sig",
 FILE_FILTER = ("Data files (*.dat *.csv *.tsv *.txt *.data *.parquet *.gz *.xlsx *.xlsm *.sav *.zsav *.dta *.sas7bdat "
                "*.xpt);;Text files (*.dat *.csv *.tsv *.txt *.data *.gz);;Excel workbooks (*.xlsx *.xlsm);;"
                "SPSS, Stata and SAS files (*.sav *.zsav *.dta *.sas7bdat *.xpt);;Parquet (*.parquet);;All files (*)")
+
+
+DATABASE_FORMATS = ("pairs", "records", "cells")  # a query's result is a table
+
+
+def database_label(url: str) -> str:
+    """What the path field shows for a database source (never a password)."""
+    return "database: " + database_record(url, "")["sql"]
+
+
+class DatabaseDialog(QDialog):
+    """The database to read and the query whose result is the data."""
+
+    def __init__(self, parent=None, url: str = "", query: str = ""):
+        super().__init__(parent)
+        self.setWindowTitle("Read from a database")
+        layout = QVBoxLayout(self)
+        layout.addWidget(explanation(
+            "dpdesk reads the result of one query, as it would read a table file: one row per (person, item) "
+            "pair, one record per person, or attribute values with their counts. A <b>SQLite</b> file: "
+            "<i>sqlite:///path/to/file.db</i> (or choose the file). <b>PostgreSQL</b>: "
+            "<i>postgresql://user@host:5432/database</i>; a password is better kept in the PGPASSWORD setting or "
+            "a .pgpass file than in the address (dpdesk never saves it). The database is only read."))
+        form = QFormLayout()
+        row = QHBoxLayout()
+        self.url_edit = QLineEdit(url)
+        self.url_edit.setPlaceholderText("sqlite:///path/to/file.db or postgresql://user@host/database")
+        self.url_edit.setAccessibleName("Database address")
+        browse = QPushButton("SQLite file…")
+        browse.clicked.connect(self._browse)
+        row.addWidget(self.url_edit, 1)
+        row.addWidget(browse)
+        form.addRow("Database:", row)
+        self.query_edit = QPlainTextEdit(query)
+        self.query_edit.setPlaceholderText("SELECT person_id, item FROM purchases")
+        self.query_edit.setAccessibleName("Query that selects the data")
+        form.addRow("Query:", self.query_edit)
+        layout.addLayout(form)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        layout.addWidget(self.buttons)
+        for signal in (self.url_edit.textChanged, self.query_edit.textChanged):
+            signal.connect(self._check)
+        self._check()
+        self.resize(640, 360)
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Choose a SQLite database", str(Path.home()),
+                                              "SQLite databases (*.db *.sqlite *.sqlite3);;All files (*)")
+        if path:
+            self.url_edit.setText(f"sqlite:///{path}")
+
+    def _check(self) -> None:
+        self.buttons.button(QDialogButtonBox.Ok).setEnabled(bool(self.url()) and bool(self.query()))
+
+    def url(self) -> str:
+        return self.url_edit.text().strip()
+
+    def query(self) -> str:
+        return self.query_edit.toPlainText().strip()
 
 
 def _file_key(path: Path):
@@ -67,7 +129,14 @@ class FilePage(QWizardPage):
         layout.addLayout(row)
         sample = QPushButton("Use the sample dataset (Groceries: 9,835 baskets)")
         sample.setAccessibleName("Use the bundled sample dataset")
-        layout.addWidget(sample, 0, Qt.AlignLeft)
+        database = QPushButton("Read from a database (SQLite, PostgreSQL)…")
+        database.setAccessibleName("Read the data from a database query")
+        buttons = QHBoxLayout()
+        buttons.addWidget(sample)
+        buttons.addWidget(database)
+        buttons.addStretch(1)
+        layout.addLayout(buttons)
+        self.database_button = database
         layout.addWidget(explanation(
             "dpdesk reads <b>transaction files</b> (one person per line, e.g. <i>retail.dat</i>), <b>pairs</b> "
             "(person, item), <b>0/1 matrices</b>, <b>records</b> (one row per person with attributes, e.g. "
@@ -93,6 +162,7 @@ class FilePage(QWizardPage):
         self._busy(False)
         browse.clicked.connect(self._browse)
         sample.clicked.connect(lambda: self.path.setText(str(sample_path())))
+        database.clicked.connect(self._choose_database)
         self.cancel_button.clicked.connect(self.cancel)
         self.path.textChanged.connect(self._changed)
         self.registerField("path*", self.path)
@@ -105,9 +175,22 @@ class FilePage(QWizardPage):
         if path:
             self.path.setText(path)
 
+    def _choose_database(self) -> None:
+        dialog = DatabaseDialog(self, *(self.owner.database or ("", "")))
+        if dialog.exec():
+            self.use_database(dialog.url(), dialog.query())
+
+    def use_database(self, url: str, query: str) -> None:
+        """Read a query's result instead of a file (the path field then says so)."""
+        self.owner.database = (url, query)
+        self._looked = None
+        self.path.setText(database_label(url))
+
     def _changed(self) -> None:
         self.problem.setVisible(False)
         self.cancel()
+        if self.owner.database is not None and self.path.text() != database_label(self.owner.database[0]):
+            self.owner.database = None  # the steward typed a file name instead
         self.completeChanged.emit()
 
     def _busy(self, busy: bool) -> None:
@@ -129,8 +212,11 @@ class FilePage(QWizardPage):
 
     def validatePage(self) -> bool:
         """Next: the file is looked at on a worker (its first rows only); the page moves on when it is done."""
-        path = Path(self.path.text().strip()).expanduser()
-        key = _file_key(path)
+        if self.owner.database is not None:
+            path, key = None, ("database",) + tuple(self.owner.database)
+        else:
+            path = Path(self.path.text().strip()).expanduser()
+            key = _file_key(path)
         if self._looked is not None and key is not None and self._looked[0] == key:
             self.owner.sniffed, self.owner.path = self._looked[1], path
             return True
@@ -138,12 +224,16 @@ class FilePage(QWizardPage):
             self._look(path, key)
         return False
 
-    def _look(self, path: Path, key) -> None:
+    def _look(self, path: Path | None, key) -> None:
         self.problem.setVisible(False)
-        self.status.setText(f"Looking at {path.name}…")
         self._busy(True)
         self._advance = False
-        self.task = Task(look, path, parent=self)
+        if path is None:  # a database query: its columns and first rows
+            self.status.setText("Running the query for its first rows…")
+            self.task = Task(look_sql, *self.owner.database, parent=self)
+        else:
+            self.status.setText(f"Looking at {path.name}…")
+            self.task = Task(look, path, parent=self)
         self.task.progress.connect(lambda fraction, message: self.status.setText(message or self.status.text()))
         self.task.succeeded.connect(lambda sniffed: self._looked_at(key, sniffed))
         self.task.failed.connect(self._failed)
@@ -229,6 +319,9 @@ class FormatPage(QWizardPage):
             self.sheet.addItem(name, name)
         self._set(self.sheet, sniffed.sheet)
         self._filling = False
+        for index in range(self.format.count()):  # a query's result is a table: no baskets or 0/1 matrix
+            allowed = sniffed.kind != "database" or self.format.itemData(index) in DATABASE_FORMATS
+            self.format.model().item(index).setEnabled(allowed)
         self.form.setRowVisible(self.sheet, sniffed.kind == "xlsx")
         self.form.setRowVisible(self.header, not sniffed.named_columns)  # SPSS, Stata, SAS, Parquet name theirs
         self._show_guess(sniffed)
@@ -246,7 +339,11 @@ class FormatPage(QWizardPage):
         self._set(self.delimiter, sniffed.delimiter)
         self.header.setChecked(sniffed.header)
         self._filling = False
-        if sniffed.binary:
+        if sniffed.kind == "database":
+            text = (f"The query returns <b>{len(sniffed.columns)}</b> columns "
+                    f"({', '.join(sniffed.columns[:6])}{', …' if len(sniffed.columns) > 6 else ''}); "
+                    f"read as <b>{sniffed.describe()}</b>")
+        elif sniffed.binary:
             where = f" (sheet '{sniffed.sheet}')" if sniffed.kind == "xlsx" else ""
             article, name = sniffed.a_kind.split(" ", 1)
             text = f"Detected: {article} <b>{name}</b> file{where}; <b>{sniffed.describe()}</b>"
@@ -487,9 +584,15 @@ class SummaryPage(QWizardPage):
         self.cancel_button.setEnabled(True)
         self.status.setText("Reading…")
         settings = self.owner.settings()
-        path = settings.pop("path")
         fmt = settings.pop("format")
-        self.task = Task(load, path, format=fmt, parent=self, **settings)
+        if "sql" in settings:
+            settings.pop("sql")
+            url, query = self.owner.database
+            settings.pop("query")
+            self.task = Task(load_sql, url, query, fmt, parent=self, **settings)
+        else:
+            path = settings.pop("path")
+            self.task = Task(load, path, format=fmt, parent=self, **settings)
         self.task.progress.connect(self._progress)
         self.task.succeeded.connect(self._loaded)
         self.task.failed.connect(self._failed)
@@ -546,6 +649,8 @@ class ImportWizard(QWizard):
         self.setMinimumSize(820, 620)
         self.sniffed = None
         self.path = None
+        #: (URL, query) when the data comes from a database instead of a file
+        self.database: tuple[str, str] | None = None
         self.columns: list[str] = []
         self.file_page = FilePage(self)
         self.format_page = FormatPage(self)
@@ -568,8 +673,13 @@ class ImportWizard(QWizard):
         return choice.dataset_name(), choice.declaration()
 
     def settings(self) -> dict:
+        """Where the data comes from, its layout and options (a database's URL without its password)."""
         s = self.format_page.settings()
         sniffed = self.sniffed
+        if self.database is not None:
+            settings = {**database_record(*self.database), "format": s["format"]}
+            settings.update(self.mapping_page.options())
+            return settings
         settings = {"path": str(self.path), "format": s["format"]}
         if not sniffed.binary:
             if s["format"] != "transactions" or s["delimiter"] != sniffed.delimiter:
