@@ -46,6 +46,8 @@ def _import_options(args) -> dict:
             options[key] = _column(value)
     if getattr(args, "attributes", None):
         options["attributes"] = [_column(a.strip()) for a in args.attributes.split(",") if a.strip()]
+    if getattr(args, "sheet", None) is not None:
+        options["sheet"] = args.sheet
     if getattr(args, "name", None):
         options["name"] = args.name
     if getattr(args, "memory_limit", None):
@@ -68,6 +70,8 @@ def _add_import_arguments(parser) -> None:
     group.add_argument("--id-column", dest="id_column", help="matrix: identifier column")
     group.add_argument("--attributes", help="records/cells: comma-separated attribute columns")
     group.add_argument("--count", help="cells: the count column")
+    group.add_argument("--sheet", help="Excel workbooks: the sheet to read, by name or 0-based position (default: the "
+                                       "first sheet that holds data)")
     group.add_argument("--name", help="a name for the dataset in reports")
     group.add_argument("--engine", default="auto", choices=["auto", "memory", "duckdb", "spark"],
                        help="what reads the data: memory (the matrix in memory), duckdb (out of core, for data larger "

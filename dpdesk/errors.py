@@ -45,9 +45,11 @@ class DataError(DpdeskError):
         line: int | None = None,
         column: int | str | None = None,
         expected: str | None = None,
+        row: int | None = None,
     ):
         self.path = str(path) if path is not None else None
         self.line = line
+        self.row = row  # a spreadsheet's row number, or a record's (SPSS, Stata, SAS): files without lines
         self.column = column
         self.expected = expected
         self.detail = message
@@ -56,6 +58,8 @@ class DataError(DpdeskError):
             where.append(Path(self.path).name)
         if line is not None:
             where.append(f"line {line}")
+        if row is not None:
+            where.append(f"row {row}")
         if column is not None:
             where.append(f"column {column}" if isinstance(column, int) else f"column '{column}'")
         text = ", ".join(where)

@@ -65,6 +65,7 @@ SCHEMA = _object({
     "dpdesk_project": ("choice", (FORMAT_VERSION,)),
     "data": _object({
         "path": _text(True),
+        "sql": _text(True), "query": _text(True),  # a database source: the URL (no password) and the query
         "format": ("choice", ("auto", "transactions", "pairs", "matrix", "records", "cells")),
         "options": _object({
             "encoding": _text(True), "delimiter": _either(_text(True), NULL),
@@ -74,6 +75,7 @@ SCHEMA = _object({
             "attributes": _either(("list", _either(_text(True), _whole(0))), NULL),
             "domains": _either(("mapping", DOMAIN_VALUES), NULL),
             "memory_limit": _either(_text(True), _whole(1 << 20), NULL),
+            "sheet": COLUMN,  # an Excel workbook's sheet, by name or 0-based position
         }),
     }),
     "mechanisms": ("list", _object({
@@ -82,6 +84,7 @@ SCHEMA = _object({
     "compare": _object({
         "epsilons": ("list", _number(True)), "repeats": _whole(1), "seed": _either(_whole(0), NULL),
         "epsilon": _number(True), "bound": _either(_whole(1), NULL),
+        "typical_row_length": _either(_number(True), NULL),  # declared, for the recommendation
         # comparisons run in the app (public settings only), for the report's "what dpdesk observed"
         "runs": ("list", _object({
             "on_true_data": FLAG, "standin": _text(), "mechanisms": ("list", _text(True)),
@@ -225,10 +228,16 @@ class Project:
     def load_data(self, **kwargs):
         from .data import load
 
-        if not self.data.get("path"):
-            raise ParameterError("The project does not name a data file.")
         options = dict(self.data.get("options") or {})
         options.update(kwargs)
+        if self.data.get("sql"):
+            from .engine.sql import load_sql
+
+            if not self.data.get("query"):
+                raise ParameterError("The project names a database but no query.")
+            return load_sql(self.data["sql"], self.data["query"], self.data.get("format", "pairs"), **options)
+        if not self.data.get("path"):
+            raise ParameterError("The project does not name a data file.")
         return load(self.data["path"], format=self.data.get("format", "auto"), **options)
 
     def items_declaration(self):

@@ -347,11 +347,18 @@ def comparison_run(mechanisms, epsilons, *, on_true_data: bool, standin: str = "
             "epsilons": [float(e) for e in epsilons]}
 
 
-def stated_default(runs) -> str:
-    """The statement the GUI proposes, from what was observed (the steward may change it)."""
+def stated_default(runs, recommended: str | None = None) -> str:
+    """The statement the GUI proposes, from what was observed (the steward may change it).
+
+    ``recommended`` is the recommendation's ``chosen_how`` when the mechanism to release is the
+    one dpdesk recommended from declared facts; a comparison on the true data still wins, since
+    the data was then seen before the choice.
+    """
     runs = list(runs or [])
     if any(r.get("on_true_data") for r in runs):
         return CHOSEN_ON_TRUE_DATA
+    if recommended:
+        return recommended
     return CHOSEN_ON_STANDIN if runs else DEFAULT_CHOSEN
 
 

@@ -8,7 +8,8 @@
 # from the wheelhouse alone into a fresh virtual environment (install-offline.sh) and runs
 # from outside the checkout, with a temporary DPDESK_HOME:
 #   dpdesk --version; dpdesk inspect on the installed sample; a headless release
-#   (csv, json, parquet, html and pdf report); dpdesk ledger verify; the main window
+#   (csv, json, parquet, html and pdf report); dpdesk ledger verify; dpdesk inspect on an Excel
+#   workbook and an SPSS file (openpyxl and pyreadstat, written there); the main window
 #   offscreen; and checks that all of it came from the virtual environment.
 # The network is unavailable through a network namespace with no interfaces but loopback
 # (unshare --net) where the system allows one, and to pip in any case: no index, no pip
@@ -109,6 +110,27 @@ assert (out / "privacy-report.pdf").read_bytes().startswith(b"%PDF")
 assert "ε" in (out / "privacy-report.html").read_text(encoding="utf-8")
 print(f"release: {len(rows) - 1} noisy counts at ε = {release['epsilon']}, csv/json/parquet/html/pdf written")
 PY
+
+step "dpdesk inspect on an Excel workbook and an SPSS file (openpyxl and pyreadstat from the wheelhouse)"
+"${offline[@]}" "$venv/bin/python" - "$work" <<'PY'
+import sys
+from pathlib import Path
+import openpyxl, pandas as pd, pyreadstat
+work = Path(sys.argv[1])
+book = openpyxl.Workbook()
+book.active.append(["person", "item"])
+for person, item in [("Zoë", "café"), ("Zoë", "thé"), ("Åsa", "café")]:
+    book.active.append([person, item])
+book.save(work / "small.xlsx")
+pyreadstat.write_sav(pd.DataFrame({"person": [1.0, 1.0, 2.0], "item": [1.0, 2.0, 1.0]}), work / "small.sav",
+                     variable_value_labels={"item": {1: "café", 2: "thé"}})
+PY
+for file in small.xlsx small.sav; do
+  "${dpdesk[@]}" inspect "$work/$file" --format pairs --json > "$work/$file.json"
+  grep -q '"rows": 2, "columns": 2, "nonzeros": 3' "$work/$file.json" \
+    || { echo "check-offline: dpdesk inspect $file: $(cat "$work/$file.json")" >&2; exit 1; }
+  echo "$file: 2 people, 2 items, 3 non-zeros"
+done
 
 step "the main window, offscreen"
 "${offline[@]}" "$venv/bin/python" -c '

@@ -86,7 +86,8 @@ def main() -> None:
     wizard = ImportWizard(window, str(DATA))
     wizard.show()
     shoot(wizard, "02-wizard-file")
-    wizard.next()
+    wizard.next()  # the file's first rows are looked at on a worker; the page moves on when done
+    wait_for(lambda: wizard.currentPage() is wizard.format_page)
     shoot(wizard, "03-wizard-format")
     wizard.next()
     shoot(wizard, "04-wizard-mapping")
@@ -102,21 +103,18 @@ def main() -> None:
     wizard.accept()
     shoot(window, "06-data")
     window.steps.setCurrentRow(1)
-    window.configure_page.bound.setValue(20)
-    tree = window.configure_page.tree
-    for i in range(tree.topLevelItemCount()):
-        family = tree.topLevelItem(i)
-        for j in range(family.childCount()):
-            item = family.child(j)
-            if item.data(0, Qt.UserRole) == "gs":
-                tree.setCurrentItem(item)
+    configure = window.configure_page
+    configure.bound.setValue(20)  # declared: "a basket holds at most 20 products"
+    configure.typical.setValue(8)  # declared: "a typical basket holds about 8 products"
+    configure.epsilon.preset_buttons["Balanced"].click()
+    configure.recommendation.use_button.click()  # the recommendation (gs here), ticked with its settings
     shoot(window, "07-configure")
     window.start_guide().go(1)  # the guide's second step, as a steward who followed it sees it
     shoot(window, "17-first-run-guide-configure")
     window.guide.close()
     window.steps.setCurrentRow(1)
     window.steps.setCurrentRow(2)
-    page = window.compare_page
+    page = window.compare_page  # on the default stand-in: synthetic data shaped by the declared facts
     page.repeats.setValue(5)
     page.run()
     wait_for(lambda: window.state.comparison is not None and not page.task.running)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the Debian packages dpdesk needs, when they are missing and we are root.
 #   scripts/system-deps.sh [test|gui|screenshots]
-# test: Qt's libraries for offscreen tests, poppler (PDF → PNG check) and sqlite3 (ledger tamper test)
+# test: Qt's libraries for offscreen tests, poppler (PDF → PNG check), sqlite3 (ledger tamper test) and a
+#       Java runtime and a PostgreSQL server (engine tests)
 # gui:  the same plus the X11/xcb libraries a real window needs
 # screenshots: gui plus Xvfb
 set -euo pipefail
@@ -9,6 +10,14 @@ mode="${1:-test}"
 packages=(libgl1 libegl1 libfontconfig1 libxkbcommon0 libglib2.0-0 libdbus-1-3 python3-venv)
 if [ "$mode" = test ]; then
   packages+=(poppler-utils sqlite3)
+  # a Java runtime for the Spark engine's tests (tests/engine/test_spark.py), unless one is there
+  if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
+    packages+=(default-jre-headless)
+  fi
+  # a PostgreSQL server for the database source's tests (tests/engine/test_postgres.py), unless one is there
+  if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+    packages+=(postgresql)
+  fi
 fi
 if [ "$mode" = gui ] || [ "$mode" = screenshots ]; then
   packages+=(libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1

@@ -250,12 +250,13 @@ TARGET_PYTHONS = ("3.11", "3.12", "3.13")
 def test_the_wheelhouse_holds_wheels_for_each_target_python(wheelhouse, tmp_path):
     wheels = sorted(p.name for p in wheelhouse.glob("*.whl"))
     names = {name.split("-")[0].lower() for name in wheels}
-    assert {"dpdesk", "pyside6_essentials", "shiboken6", "numpy", "scipy", "pandas", "pyarrow", "pyqtgraph"} <= names
+    assert {"dpdesk", "pyside6_essentials", "shiboken6", "numpy", "scipy", "pandas", "pyarrow", "pyqtgraph",
+            "openpyxl", "pyreadstat", "narwhals"} <= names  # Excel and SPSS/Stata/SAS files (issue 18)
     for name in wheels:   # Linux x86-64, CPython 3.11-3.13 (or pure Python / the stable ABI)
         tags = name[:-len(".whl")].split("-")[-3:]
         assert tags[0] in ("py3", "py2.py3", "cp311", "cp312", "cp313", "cp39", "cp310"), name
         assert tags[2] == "any" or all(p.startswith("manylinux") and p.endswith("_x86_64") for p in tags[2].split(".")), name
-    for compiled in ("numpy", "scipy", "pandas", "pyarrow"):
+    for compiled in ("numpy", "scipy", "pandas", "pyarrow", "pyreadstat"):
         for version in TARGET_PYTHONS:
             tag = "cp" + version.replace(".", "")
             assert any(w.lower().startswith(compiled + "-") and f"-{tag}-{tag}-" in w for w in wheels), (compiled, tag)
@@ -525,6 +526,12 @@ def test_the_bundle_runs_without_python(tmp_path):
 
     figures = json.loads(bundle("inspect", "--json", str(sample)))
     assert (figures["rows"], figures["columns"]) == (9835, 169)
+    # Excel, SPSS, Stata, SAS transport and SAS7BDAT files: openpyxl and pyreadstat are in the bundle
+    from tests.data.survey_files import KINDS, write as write_survey
+
+    for kind in KINDS:
+        survey = json.loads(bundle("inspect", "--json", "--format", "records", str(write_survey(tmp_path, kind))))
+        assert survey["rows"] == 5, (kind, survey)
     out = tmp_path / "release"
     written = bundle("release", str(sample), *RELEASE_ARGS, "--out", str(out),
                      "--formats", "csv,json,parquet", "--report", "html,pdf").split()

@@ -23,6 +23,11 @@ from ..errors import DataError
 from .textio import HEAD_BYTES, Source, detect_encoding, head_lines, is_parquet, open_source
 
 FORMATS = ("transactions", "pairs", "matrix", "records", "cells")
+#: what each kind of file is called in messages and in the wizard
+KIND_NAMES = {"text": "text", "parquet": "Parquet", "xlsx": "Excel workbook", "sav": "SPSS", "dta": "Stata",
+              "sas7bdat": "SAS", "xpt": "SAS transport (XPORT)", "database": "database query"}
+#: extensions of the files that are not text (for file dialogs and messages)
+BINARY_EXTENSIONS = (".parquet", ".xlsx", ".xlsm", ".sav", ".zsav", ".dta", ".sas7bdat", ".xpt")
 DELIMITER_NAMES = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe", None: "spaces"}
 DELIMITER_OPTIONS = {",": ",", "\t": "tab", ";": ";", "|": "|", None: "whitespace"}
 COUNT_NAMES = {"count", "counts", "n", "freq", "frequency", "number", "total"}
@@ -42,9 +47,9 @@ class Alternative:
     header: bool
     meaning: str
 
-    def options(self, delimiter: str | None) -> str:
+    def options(self, delimiter: str | None, text: bool = True) -> str:
         parts = [f"--format {self.format}", "--header" if self.header else "--no-header"]
-        if delimiter is not None:
+        if delimiter is not None and text:
             parts.append(f"--delimiter {DELIMITER_OPTIONS.get(delimiter, delimiter)!s}")
         return " ".join(parts)
 
@@ -67,11 +72,44 @@ class Sniffed:
     alternatives: list[Alternative] = field(default_factory=list)
     #: import options that answer the question when the steward gives them (besides ``format``)
     settled_by: tuple[str, ...] = ()
+    #: what holds the table: "text" (CSV, TSV, FIMI…), "parquet", "xlsx" (Excel), or an SPSS, Stata or
+    #: SAS file ("sav", "dta", "sas7bdat", "xpt"; :mod:`.statfiles`)
+    kind: str = "text"
+    #: a workbook's worksheets, the one read (``sheet``), and the first rows of each (as text, for previews)
+    sheets: list[str] = field(default_factory=list)
+    sheet: str | None = None
+    sheet_rows: dict = field(default_factory=dict, repr=False)
+    #: the first bytes of a text file (decompressed), for previews: never the whole file
+    head: bytes = field(default=b"", repr=False)
+    #: the number of rows when the file says it (SPSS, Stata, SAS)
+    n_rows: int | None = None
+
+    @property
+    def binary(self) -> bool:
+        """A file that is not text: no delimiter and no text encoding to choose."""
+        return self.kind != "text"
+
+    @property
+    def named_columns(self) -> bool:
+        """The file names its columns itself (Parquet, SPSS, Stata, SAS): there is no header line to choose."""
+        return self.kind not in ("text", "xlsx")
+
+    @property
+    def kind_name(self) -> str:
+        return KIND_NAMES.get(self.kind, self.kind)
+
+    @property
+    def a_kind(self) -> str:
+        """The kind with its article: "an SPSS", "a Stata", "an Excel workbook"."""
+        return a_kind(self.kind)
 
     def describe(self) -> str:
+        line = "row" if self.binary else "line"
+        items = ("one item per cell" if self.kind == "xlsx"
+                 else "items separated by " + DELIMITER_NAMES.get(self.delimiter, repr(self.delimiter)))
         what = {
-            "transactions": "one person per line, items separated by " + DELIMITER_NAMES.get(self.delimiter, repr(self.delimiter)),
-            "pairs": "one (person, item) pair per line",
+            "transactions": f"one person per {line}, {items}",
+            "pairs": f"one (person, item) pair per {line}",
             "matrix": "a 0/1 matrix with one column per item",
             "records": "one record per person with attribute columns",
             "cells": "a table of attribute combinations with their counts",
@@ -80,7 +118,7 @@ class Sniffed:
 
     def refusal(self, path) -> DataError:
         """The error ``load`` raises for an uncertain layout: the question and each option that answers it."""
-        choices = "; ".join(f"{a.meaning}: {a.options(self.delimiter)}" for a in self.alternatives)
+        choices = "; ".join(f"{a.meaning}: {a.options(self.delimiter, not self.binary)}" for a in self.alternatives)
         return DataError(f"cannot tell how the file is laid out: {self.unsure}", path=path,
                          expected=f"the layout given with import options — {choices}")
 
@@ -156,10 +194,12 @@ def header_like(rows: list[list[str]]) -> bool:
 
 
 def sniff(path: str | Path, *, raw: bytes | None = None, encoding: str = "auto", lines: int = 200,
-          source: Source | None = None) -> Sniffed:
+          source: Source | None = None, sheet=None) -> Sniffed:
     """Look at the start of a file and guess its layout (see :class:`Sniffed`).
 
-    ``raw`` may be the file's content or just its head; without it the head is read.
+    ``raw`` may be the file's content or just its head; without it the head is read. A
+    workbook's ``sheet`` (name or 0-based position; default: the first that holds data)
+    is the one whose layout is guessed.
     """
     path = Path(path)
     if raw is None:
@@ -167,14 +207,20 @@ def sniff(path: str | Path, *, raw: bytes | None = None, encoding: str = "auto",
         raw = source.head()
         whole = source.estimated_size <= len(raw) if not source.compressed else len(raw) < HEAD_BYTES
     else:
-        whole = len(raw) <= HEAD_BYTES
+        whole = len(raw) < HEAD_BYTES
     raw = raw[:HEAD_BYTES]
+    kind = binary_kind(raw, path)
+    if kind not in (None, "parquet"):
+        if (source or open_source(path)).compressed:
+            raise DataError(f"this {KIND_NAMES[kind]} file is compressed with gzip", path=path,
+                            expected="the file itself: uncompress it first (e.g. with gunzip)")
+        return _sniff_sheet(path, sheet) if kind == "xlsx" else _sniff_statfile(path, kind, encoding)
     if is_parquet(raw):
         from .tabular import parquet_preview
 
         columns, preview = parquet_preview(source or open_source(path))
         fmt = "cells" if any(c.lower() in COUNT_NAMES for c in columns) else ("pairs" if len(columns) <= 4 else "records")
-        return Sniffed(fmt, None, True, "binary", columns, preview, parquet=True)
+        return Sniffed(fmt, None, True, "binary", columns, preview, parquet=True, kind="parquet")
     if whole and not raw.strip():
         raise DataError("the file is empty", path=path, expected="at least one line of data")
     encoding_used = detect_encoding(raw, encoding, path)
@@ -190,7 +236,140 @@ def sniff(path: str | Path, *, raw: bytes | None = None, encoding: str = "auto",
     delimiter = guess_delimiter(nonblank)
     rows = [split_line(line, delimiter) for line in nonblank[:50]]
     sniffed = _layout(rows, delimiter, encoding_used)
+    sniffed.head = head
     return sniffed
+
+
+def a_kind(kind: str) -> str:
+    name = KIND_NAMES.get(kind, kind)
+    return ("an " if name.startswith(("Excel", "SPSS")) else "a ") + name
+
+
+def binary_kind(head: bytes, path) -> str | None:
+    """What holds the table when it is not text: "parquet", "xlsx", "sav", "dta", "sas7bdat" or "xpt".
+
+    Decided by the first bytes (and the name, for old Stata files and ZIP archives). A file
+    named like one of these whose first bytes are not such a file's, an old binary Excel file
+    and a ZIP archive that is not a workbook are refused here, with what to do instead.
+    """
+    from . import spreadsheet, statfiles
+
+    if is_parquet(head):
+        return "parquet"
+    if spreadsheet.is_workbook(head, path):
+        return "xlsx"
+    kind = statfiles.kind_of(head, path)
+    if kind is not None:
+        return kind
+    suffix = Path(path).suffix.lower()
+    if head[:8] == spreadsheet.OLE_MAGIC and suffix in (".xls", ".xlsx", ".xlsm", ".xlt"):
+        raise spreadsheet.old_excel(path)
+    if head[:4] == spreadsheet.ZIP_MAGIC:
+        raise DataError("this is a ZIP archive, not a data file", path=path,
+                        expected="the data file inside it (unpack the archive first), or an Excel workbook (.xlsx)")
+    if suffix in spreadsheet.EXTENSIONS:
+        raise spreadsheet.not_a_workbook(path)
+    if suffix in statfiles.EXTENSIONS:
+        raise statfiles.not_this_kind(path, statfiles.EXTENSIONS[suffix])
+    return None
+
+
+def _sniff_sheet(path: Path, sheet=None) -> Sniffed:
+    """A workbook: the layout of its chosen sheet, from the first rows, guessed as for CSV."""
+    from .spreadsheet import preview as workbook_preview
+
+    found = workbook_preview(path)
+    name = found.name(sheet)
+    if name is None:
+        from ..errors import ParameterError
+
+        raise ParameterError(f"The workbook has no sheet '{sheet}'; its sheets are: " + ", ".join(found.sheets)
+                             + " (give a name or a 0-based position).")
+    return sheet_sniffed(found.sheets, found.rows, name)
+
+
+def sheet_sniffed(sheets: list[str], sheet_rows: dict, name: str) -> Sniffed:
+    """The layout of one sheet of a workbook, from its first rows (already read: no reading here)."""
+    rows = sheet_table(sheet_rows.get(name, []))
+    if not rows:
+        return Sniffed("pairs", None, True, "binary", [], [], kind="xlsx", sheets=list(sheets), sheet=name,
+                       sheet_rows=sheet_rows, notes=[f"the sheet '{name}' is empty"])
+    sniffed = _layout(rows, ",", "binary")
+    sniffed.delimiter = None
+    sniffed.kind, sniffed.sheets, sniffed.sheet, sniffed.sheet_rows = "xlsx", list(sheets), name, sheet_rows
+    if sniffed.format == "transactions" and sniffed.header:
+        sniffed.notes = ["the first row looks like column names and is not read as items"]
+    if len(sheets) > 1:
+        sniffed.notes.append(f"the workbook has {len(sheets)} sheets; reading '{name}'")
+    return sniffed
+
+
+def sheet_table(rows: list[list[str]]) -> list[list[str]]:
+    """A sheet's first rows as a table: rows that end early (empty cells are not stored) padded with
+    empty values, unless the rows are ragged like baskets (then they are left as they are)."""
+    if not rows:
+        return rows
+    widths = [len(row) for row in rows]
+    width = max(widths)
+    full = sum(w == width for w in widths)
+    nearly = sum(w >= width - 1 for w in widths)  # a table whose last column is sometimes empty
+    if full >= 0.8 * len(rows) or (widths[0] == width and nearly >= 0.8 * len(rows)):
+        return [row + [""] * (width - len(row)) for row in rows]
+    return rows
+
+
+def _sniff_statfile(path: Path, kind: str, encoding: str = "auto") -> Sniffed:
+    """An SPSS, Stata or SAS file: its variables name the columns; the layout from the first rows."""
+    from .statfiles import preview as statfile_preview
+
+    found = statfile_preview(path, kind, encoding=None if encoding in (None, "auto") else encoding)
+    columns, rows = found.columns, found.rows
+    if any(c.strip().lower() in COUNT_NAMES for c in columns):
+        fmt = "cells"
+    elif len(columns) >= 3 and _looks_like_matrix(rows):
+        fmt = "matrix"
+    elif len(columns) <= 4:
+        fmt = "pairs"
+    else:
+        fmt = "records"
+    sniffed = Sniffed(fmt, None, True, "binary" if encoding in (None, "auto") else encoding, columns, rows,
+                      kind=kind, n_rows=found.n_rows)
+    if found.labelled:
+        shown = ", ".join(found.labelled[:5]) + (", …" if len(found.labelled) > 5 else "")
+        sniffed.notes.append(f"value labels are read in place of codes ({shown})")
+    return sniffed
+
+
+def look(path, *, encoding: str = "auto", sheet=None, progress=None, cancel=None) -> Sniffed:
+    """:func:`sniff` for the import wizard's worker: reads only the head (and a workbook's first rows)."""
+    if progress is not None:
+        progress(0.0, f"Looking at {Path(path).name}")
+    source = open_source(path)
+    if cancel is not None:
+        cancel.check()
+    sniffed = sniff(path, source=source, encoding=encoding, sheet=sheet)
+    if cancel is not None:
+        cancel.check()
+    if progress is not None:
+        progress(1.0, "Done")
+    return sniffed
+
+
+def preview_table(sniffed: Sniffed, *, delimiter: str | None = None, header: bool = True, encoding: str = "auto",
+                  sheet=None, lines: int = 20) -> tuple[list[str], list[list[str]]]:
+    """Column names and first rows of a sniffed file as they will be read with these options (no reading)."""
+    if sniffed.kind == "xlsx":
+        name = sheet if sheet in sniffed.sheet_rows else sniffed.sheet
+        rows = sheet_table(sniffed.sheet_rows.get(name, []))
+        if header and rows:
+            width = max(len(r) for r in rows)
+            columns = [c or f"column {k + 1}" for k, c in enumerate(rows[0] + [""] * (width - len(rows[0])))]
+            return columns, rows[1:lines + 1]
+        width = max((len(r) for r in rows), default=0)
+        return [f"column {k + 1}" for k in range(width)], rows[:lines]
+    if sniffed.binary:
+        return list(sniffed.columns), [list(r) for r in sniffed.preview[:lines]]
+    return preview(sniffed.head, delimiter=delimiter, header=header, encoding=encoding, lines=lines)
 
 
 def _layout(rows: list[list[str]], delimiter: str | None, encoding: str) -> Sniffed:

@@ -12,6 +12,10 @@ Formats (``format=``):
   attribute value;
 * ``cells`` — a table of attribute columns and a count column (``count=``).
 
+Files: text (CSV, TSV, FIMI; gzip read transparently), Parquet, Excel workbooks (``.xlsx``;
+``sheet=`` by name or 0-based position, :mod:`.spreadsheet`), and SPSS, Stata and SAS files
+(``.sav``, ``.dta``, ``.sas7bdat``, ``.xpt``; :mod:`.statfiles`), each recognised by its first bytes.
+
 Common options: ``encoding`` (auto, utf-8, utf-8-sig, latin-1, cp1252), ``delimiter``
 (auto, ``,``, ``\\t``, ``;``, ``|``, ``whitespace``), ``header`` (auto, True, False),
 ``name``. Gzip is read transparently; CRLF line ends are fine.
@@ -22,16 +26,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import DataError, ParameterError
-from ..tasks import CancelToken, ProgressFn, no_progress
-from .dataset import CellCounts, Dataset
-from .detect import FORMATS, sniff
+from ..tasks import CancelToken, ProgressFn, no_progress, scaled
+from .dataset import CellCounts, Dataset, build_incidence
+from .detect import FORMATS, binary_kind, sniff
+from .spreadsheet import read_baskets
 from .tabular import (columns_needed, matrix_to_dataset, pairs_to_dataset, read_table, records_to_cells,
                       records_to_dataset, table_to_cells)
-from .textio import give_back_free_memory, memory_budget, open_source
+from .textio import give_back_free_memory, memory_budget, open_source, read_head
 from .transactions import parse_transactions, to_csr
 
 OPTION_NAMES = {"encoding", "delimiter", "header", "name", "person", "item", "value", "keep_values",
-                "id_column", "attributes", "domains", "count", "memory_limit"}
+                "id_column", "attributes", "domains", "count", "memory_limit", "sheet"}
 
 
 def _delimiter(option, sniffed_delimiter):
@@ -56,12 +61,18 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
     """Read ``path`` (see the module documentation for formats and options).
 
     ``engine``: ``memory`` (the matrix in memory), ``duckdb`` or ``spark`` (the data stays
-    in an analytical engine, :mod:`dpdesk.engine`), or ``auto``: files larger than
-    ``dpdesk.engine.AUTO_ENGINE_BYTES`` go to DuckDB when it reads their layout.
+    in an analytical engine, :mod:`dpdesk.engine`), or ``auto``: in memory when the file
+    fits in the memory budget with room for a release, else DuckDB when it reads the
+    layout (:func:`dpdesk.engine.choose_engine`).
     """
     from ..engine import EngineUnsupported, choose_engine, scan
+    from ..engine.baskets import baskets_dataset, read_baskets_metadata
 
-    chosen = choose_engine(engine, open_source(Path(path)).estimated_size if engine in (None, "", "auto") else 0)
+    chosen = choose_engine(engine, open_source(Path(path)), options.get("memory_limit"))
+    if chosen != "memory" and engine in (None, "", "auto") and _read_in_memory(path):
+        chosen = "memory"  # spreadsheets and SPSS/Stata/SAS files: no engine reads them
+    if chosen == "memory" and read_baskets_metadata(path) is not None:  # a file made by dpdesk convert
+        return baskets_dataset(path, format, name=options.get("name"), progress=progress, cancel=cancel)
     if chosen != "memory":
         try:
             return scan(path, format, engine=chosen, spark_master=spark_master, progress=progress, cancel=cancel,
@@ -81,7 +92,10 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
     budget = memory_budget(options.get("memory_limit"))
     source = open_source(path)
     encoding = options.get("encoding", "auto") or "auto"
-    sniffed = sniff(path, source=source, encoding=encoding)
+    sheet = options.get("sheet")
+    sniffed = sniff(path, source=source, encoding=encoding, sheet=sheet)
+    if sheet not in (None, "") and sniffed.kind != "xlsx":
+        raise ParameterError(f"The sheet option is for Excel workbooks; {path.name} is {sniffed.a_kind} file.")
     fmt = sniffed.format if format == "auto" else format
     if options.get("attributes") and format == "auto" and fmt in ("pairs", "matrix"):
         fmt = "records"
@@ -96,12 +110,19 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
     for key in ("person", "item", "value", "keep_values", "id_column", "attributes", "domains", "count"):
         if key in options and options[key] is not None:
             source_record[key] = options[key]
+    if sniffed.kind == "xlsx":
+        source_record["sheet"] = sniffed.sheet
     if cancel is not None:
         cancel.check()
-    if fmt == "transactions":
-        if sniffed.parquet:
-            raise DataError("a Parquet file cannot be read as transactions", path=path,
-                            expected="pairs, records or cells for Parquet")
+    if fmt == "transactions" and sniffed.kind == "xlsx":
+        rows, cols, n_rows, labels = read_baskets(source, sheet=sniffed.sheet, header=header, budget=budget,
+                                                  cancel=cancel, progress=scaled(progress, 0.05, 0.85))
+        progress(0.9, "Building the matrix")
+        dataset = build_incidence(rows, cols, n_rows, labels, name=name, source=source_record)
+    elif fmt == "transactions":
+        if sniffed.binary:
+            raise DataError(f"{sniffed.a_kind} file holds a table, which cannot be read as transactions",
+                            path=path, expected=f"pairs, matrix, records or cells for {sniffed.a_kind} file")
         lines = parse_transactions(source, delimiter=delimiter, encoding=sniffed.encoding,
                                    automatic=encoding == "auto", header=header, budget=budget,
                                    progress=lambda f, m="": progress(0.05 + 0.85 * f, m), cancel=cancel)
@@ -112,7 +133,8 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
     else:
         table = read_table(source, delimiter=delimiter, header=header, encoding=sniffed.encoding,
                            automatic=encoding == "auto", parquet=sniffed.parquet, budget=budget, cancel=cancel,
-                           wanted=columns_needed(fmt, options))
+                           wanted=columns_needed(fmt, options), kind=sniffed.kind, sheet=sniffed.sheet,
+                           progress=scaled(progress, 0.05, 0.6))
         progress(0.6, "Checking the table")
         if cancel is not None:
             cancel.check()
@@ -135,6 +157,12 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
         raise DataError("the file contains no people", path=path, expected="at least one line of data")
     progress(1.0, "Loaded")
     return dataset
+
+
+def _read_in_memory(path) -> bool:
+    """Whether the file is a spreadsheet or an SPSS, Stata or SAS file, which only the memory path reads."""
+    kind = binary_kind(read_head(path, 4096), path)
+    return kind not in (None, "parquet")
 
 
 def _display_name(path: Path) -> str:

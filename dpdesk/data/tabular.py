@@ -12,6 +12,7 @@ have as many fields as the first; every error names the file's line.
 from __future__ import annotations
 
 import csv
+import datetime as _dt
 import io
 from dataclasses import dataclass
 from typing import Callable
@@ -57,6 +58,8 @@ class Table:
     line_numbers: np.ndarray
     path: object
     n_rows: int = 0
+    #: what ``line_numbers`` count: the file's lines (text), or rows (a spreadsheet's, a data file's records)
+    unit: str = "line"
 
     @property
     def columns(self) -> list[str]:
@@ -81,8 +84,9 @@ class Table:
         return int(rows[0]) if rows.size else None
 
     def fail(self, row: int, column: str | None, message: str, expected: str | None = None):
-        line = int(self.line_numbers[row]) if row < self.line_numbers.size else None
-        raise DataError(message, path=self.path, line=line, column=column, expected=expected)
+        number = int(self.line_numbers[row]) if row < self.line_numbers.size else None
+        where = {"line": number} if self.unit == "line" else {"row": number}
+        raise DataError(message, path=self.path, column=column, expected=expected, **where)
 
 
 # --- reading ------------------------------------------------------------------------------------
@@ -106,6 +110,7 @@ class _Columns:
         self.lines: list[np.ndarray] = []
         self.rows = 0
         self.distinct_bytes = 0
+        self.unit = "line"  # what the numbers given to add_lines count (see Table.unit)
 
     def start(self, first: list[str], line: int) -> None:
         """The first non-blank line: the header (names) or the first row (its width)."""
@@ -132,6 +137,24 @@ class _Columns:
         mapped = np.fromiter((table.setdefault(u, len(table)) for u in keys), dtype=np.int64, count=len(uniques))
         if len(table) > before:
             self.distinct_bytes += sum(len(uniques[k]) + BYTES_PER_DISTINCT for k in np.flatnonzero(mapped >= before))
+        self.codes[column].append(mapped.astype(np.int32)[local] if local.size else np.zeros(0, np.int32))
+
+    def add_objects(self, column: int, values, text: Callable[[object], str]) -> None:
+        """Codes for values that are not text yet (a spreadsheet's cells, a data file's values).
+
+        Only the distinct values are turned into text (``text``); missing values (None, NaN)
+        become the empty text, as an empty field of a CSV file does.
+        """
+        local, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=True)
+        texts = [text(u) for u in uniques]
+        if local.size and local.min() < 0:
+            local = np.where(local < 0, len(texts), local)
+            texts.append("")
+        table = self.index[column]
+        before = len(table)
+        mapped = np.fromiter((table.setdefault(t, len(table)) for t in texts), dtype=np.int64, count=len(texts))
+        if len(table) > before:
+            self.distinct_bytes += sum(len(t) + BYTES_PER_DISTINCT for t, m in zip(texts, mapped) if m >= before)
         self.codes[column].append(mapped.astype(np.int32)[local] if local.size else np.zeros(0, np.int32))
 
     def add_lines(self, numbers: np.ndarray, consumed: int) -> None:
@@ -161,27 +184,47 @@ class _Columns:
             except UnicodeDecodeError as error:  # checked piece by piece already; the file changed meanwhile?
                 raise DataError(f"a value cannot be decoded as {self.codec} ({error.reason})", path=self.path) from None
         lines = np.concatenate(self.lines) if self.lines else np.zeros(0, np.int64)
-        return Table(self.names, codes, uniques, lines, self.path, self.rows)
+        return Table(self.names, codes, uniques, lines, self.path, self.rows, unit=self.unit)
 
 
 def read_table(source: Source, *, delimiter: str | None, header: bool, encoding: str, automatic: bool = False,
                parquet: bool = False, budget: MemoryBudget | None = None, cancel=None,
-               wanted: Callable[[list[str]], list[str] | None] | None = None) -> Table:
-    """Read a delimited text table (or Parquet) with every field as a string, within ``budget``.
+               wanted: Callable[[list[str]], list[str] | None] | None = None, kind: str = "text",
+               sheet=None, progress=None) -> Table:
+    """Read a table with every field as a string, within ``budget``: delimited text, Parquet, an
+    Excel sheet (``kind="xlsx"``, ``sheet``) or an SPSS, Stata or SAS file (``kind`` "sav", "dta",
+    "sas7bdat", "xpt"; :mod:`.statfiles`).
 
     ``wanted(columns)`` names the columns to keep (None: all), given the table's column names.
+    ``progress(fraction, message)`` hears how far the reading is.
     """
     budget = budget or memory_budget()
-    if parquet:
+    if parquet or kind == "parquet":
         return _read_parquet(source, budget, wanted)
+    if kind == "xlsx":
+        from .spreadsheet import read_sheet
+
+        return read_sheet(source, sheet=sheet, header=header, wanted=wanted, budget=budget, cancel=cancel,
+                          progress=progress)
+    if kind != "text":
+        from .statfiles import read_statfile
+
+        return read_statfile(source, kind, encoding=None if automatic else encoding, wanted=wanted, budget=budget,
+                             cancel=cancel, progress=progress)
     columns = _Columns(source, budget, wanted, header, encoding)
     try:
-        _read_plain(source, delimiter, encoding, automatic, columns, cancel)
+        _read_plain(source, delimiter, encoding, automatic, columns, cancel, progress)
     except _Quoted:
         columns = _Columns(source, budget, wanted, header, encoding)
         columns.raw_keys = False
-        _read_quoted(source, delimiter, encoding, automatic, columns, cancel)
+        _read_quoted(source, delimiter, encoding, automatic, columns, cancel, progress)
     return columns.table()
+
+
+def _reading(progress, consumed: int, total: int) -> None:
+    """Tell ``progress`` how much of a text table has been read."""
+    if progress is not None:
+        progress(min(consumed / max(total, 1), 1.0), f"Reading the table: {format_size(consumed)}")
 
 
 def _distinct_names(names: list[str]) -> list[str]:
@@ -203,7 +246,7 @@ def _distinct_names(names: list[str]) -> list[str]:
     return result
 
 
-def _read_plain(source: Source, delimiter, encoding, automatic, columns: _Columns, cancel) -> None:
+def _read_plain(source: Source, delimiter, encoding, automatic, columns: _Columns, cancel, progress=None) -> None:
     """A table without quotes, in pieces cut at line ends, tokenized with numpy on the bytes."""
     path = source.path
     check = TextCheck(encoding, path, automatic=automatic)
@@ -231,6 +274,7 @@ def _read_plain(source: Source, delimiter, encoding, automatic, columns: _Column
             if chunk:
                 check.check(chunk, final=final)
                 line_offset = _table_piece(chunk, delim, line_offset, columns, reader.position)
+                _reading(progress, reader.position, source.estimated_size)
             if final:
                 break
 
@@ -324,7 +368,7 @@ def _field_bytes(c: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[by
     return values
 
 
-def _read_quoted(source: Source, delimiter, encoding, automatic, columns: _Columns, cancel) -> None:
+def _read_quoted(source: Source, delimiter, encoding, automatic, columns: _Columns, cancel, progress=None) -> None:
     """A table with quoted fields: the csv module (exact for quotes, delimiters and line ends in fields)."""
     with checked_text(source, encoding, automatic=automatic) as text:
         reader = csv.reader(text, delimiter=delimiter)
@@ -351,6 +395,7 @@ def _read_quoted(source: Source, delimiter, encoding, automatic, columns: _Colum
                     if cancel is not None:
                         cancel.check()
                     _add_records(columns, batch, numbers, text)
+                    _reading(progress, text.buffer.raw.position, source.estimated_size)
                     batch, numbers = [], []
             _add_records(columns, batch, numbers, text)
         except csv.Error as error:
@@ -459,6 +504,42 @@ def _parquet_text(value) -> str:
     return str(value)
 
 
+def value_text(value) -> str:
+    """A spreadsheet cell's or a data file's value as the text a CSV file would hold.
+
+    Whole numbers without ``.0`` (identifiers are often stored as floats), booleans as 1/0 (a
+    0/1 matrix may hold TRUE/FALSE), dates as ISO dates (with the time only when there is
+    one), text trimmed as CSV fields are; missing values (None, NaN, NaT) as the empty text.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, (bool, np.bool_)):
+        return "1" if value else "0"
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        if value != value:
+            return ""
+        return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, str):
+        return value.strip()
+    if value is pd.NaT or (isinstance(value, float) and value != value):
+        return ""
+    if isinstance(value, _dt.datetime):
+        if (value.hour, value.minute, value.second, value.microsecond) == (0, 0, 0, 0):
+            return value.date().isoformat()
+        return value.isoformat(sep=" ")
+    if isinstance(value, (_dt.date, _dt.time)):
+        return value.isoformat()
+    try:
+        if pd.isna(value):
+            return ""
+    except (TypeError, ValueError):
+        pass
+    return str(value).strip()
+
+
 def columns_needed(fmt: str, options: dict) -> Callable[[list[str]], list[str] | None]:
     """Which columns a format reads (given the table's names): the rest are never kept."""
     def wanted(names: list[str]) -> list[str] | None:
@@ -484,7 +565,7 @@ def _missing(table: Table, column: str, role: str) -> None:
     codes, uniques = table.coded(column)
     row = table.first_row(column, uniques == "")
     if row is not None:
-        table.fail(row, column, f"the {role} is missing", expected=f"a {role} identifier")
+        table.fail(row, column, f"the {role} is missing", expected=f"{'an' if role[0] in 'aeiou' else 'a'} {role} identifier")
 
 
 def _numbers(uniques: np.ndarray) -> np.ndarray:

@@ -16,12 +16,15 @@ SQLGlot — why SQLGlot and not Ibis is said there). Sources (:mod:`.relation`):
 text (FIMI, baskets CSV, gzip) and tables (pairs, records, cells) in CSV/TSV/Parquet,
 ``dpdesk convert`` baskets Parquet files, and SQLite/PostgreSQL queries (:mod:`.sql`).
 
-Which path reads a file (:func:`choose_engine`): the in-memory matrix is faster below a
-few million rows (the issue measured the numpy loader ahead of DuckDB at 1 M rows), so
-``auto`` reads files up to :data:`AUTO_ENGINE_BYTES` (decompressed) in memory and larger
-ones with DuckDB. A file's size is not a fact about the people in any useful sense, and
-the choice changes no published figure: both paths give the same statistics and, for the
-same seed, the same release (``tests/engine/test_mechanisms.py``).
+Which path reads a file (:func:`choose_engine`): the in-memory matrix is the faster one
+whenever it fits (``benchmarks/bench_scale.py``: 16 M rows of text, an ``lpa`` release in
+15 s in memory against 27 s through DuckDB), so ``auto`` reads a file in memory when its
+decompressed size times :data:`IN_MEMORY_BYTES_PER_BYTE` — the largest peak per byte of
+text measured for a release (DPSense-S) — fits in the memory budget (``--memory-limit``,
+default half the available memory), and with DuckDB otherwise. A file's size is not a
+fact about the people in any useful sense, and the choice changes no published figure:
+both paths give the same statistics and, for the same seed, the same release
+(``tests/engine/test_mechanisms.py``).
 """
 
 from __future__ import annotations
@@ -32,8 +35,11 @@ from ..errors import DataError, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress
 from .backend import ENGINES, Engine, EngineError, EngineUnsupported, open_engine
 
-#: files larger than this (decompressed) are read by DuckDB when the engine is ``auto``
-AUTO_ENGINE_BYTES = 256 << 20
+#: peak memory of a release on the in-memory path per byte of (decompressed) text: 7.2 measured for
+#: DPSense-S at 16 M rows (LPA 2.5, GS 4.1; benchmarks/bench_scale.py), rounded up
+IN_MEMORY_BYTES_PER_BYTE = 8
+#: a gzip file's decompressed size is taken as at least this many times its own (its stored length wraps at 4 GiB)
+GZIP_RATIO = 4
 ENGINE_CHOICES = ("auto", "memory") + ENGINES
 ENGINE_FORMATS = ("transactions", "pairs", "records")
 
@@ -45,12 +51,17 @@ def check_engine(engine) -> str:
     return engine
 
 
-def choose_engine(engine: str, size: int) -> str:
-    """``memory`` or an engine, for a source of ``size`` bytes (decompressed) — see the module notes."""
+def choose_engine(engine: str, source=None, memory_limit=None) -> str:
+    """``memory`` or an engine, for a :class:`~dpdesk.data.textio.Source` — see the module notes."""
+    from ..data.textio import memory_budget
+
     engine = check_engine(engine)
     if engine != "auto":
         return engine
-    return "duckdb" if size > AUTO_ENGINE_BYTES else "memory"
+    size = source.estimated_size
+    if source.compressed:
+        size = max(size, GZIP_RATIO * source.size)
+    return "memory" if size * IN_MEMORY_BYTES_PER_BYTE <= memory_budget(memory_limit).limit else "duckdb"
 
 
 def scan(path, format: str = "auto", *, engine: str = "duckdb", spark_master: str | None = None,
@@ -65,6 +76,6 @@ def scan(path, format: str = "auto", *, engine: str = "duckdb", spark_master: st
                      cancel=cancel, **options)
 
 
-__all__ = ["AUTO_ENGINE_BYTES", "ENGINE_CHOICES", "Engine", "EngineError", "EngineUnsupported", "check_engine",
+__all__ = ["ENGINE_CHOICES", "IN_MEMORY_BYTES_PER_BYTE", "Engine", "EngineError", "EngineUnsupported", "check_engine",
            "choose_engine",
            "open_engine", "scan"]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +34,7 @@ from ..data.textio import MemoryBudget, Source, memory_budget
 from ..data.transactions import _Parser, _Quoted, parse_transactions
 
 BASKETS_FORMAT = "dpdesk-baskets-v1"
-FORMAT_KEY, LABELS_KEY = b"dpdesk.format", b"dpdesk.labels"
+FORMAT_KEY, LABELS_KEY, FINGERPRINT_KEY = b"dpdesk.format", b"dpdesk.labels", b"dpdesk.fingerprint"
 ROWS_PER_GROUP = 1 << 20  # Parquet row groups of about a million people
 
 
@@ -45,6 +46,8 @@ class BasketsInfo:
     labels: list[str] | None  # label mode: the label of each code; integer mode: None (code = id)
     rows: int
     cells: int
+    #: the content's fingerprint, stored by ``dpdesk convert`` (:func:`seal_baskets`); None for files made on the way
+    fingerprint: str | None = None
 
 
 class _Restart(Exception):
@@ -156,16 +159,30 @@ class _Writer:
         if self.buffered_rows >= ROWS_PER_GROUP:
             self.write()
 
+    def append_items(self, items) -> None:
+        """Rows given as an Arrow list array of each person's distinct codes, ascending (a relation's ``items``)."""
+        pa = self.pa
+        if items.type != self.schema.field("items").type:
+            items = items.cast(self.schema.field("items").type)
+        self.buffered.append(pa.RecordBatch.from_arrays([items], schema=self.schema))
+        self.buffered_rows += len(items)
+        self.rows += len(items)
+        self.cells += len(items.flatten())
+        if self.buffered_rows >= ROWS_PER_GROUP:
+            self.write()
+
     def write(self) -> None:
         if self.buffered:
             self.writer.write_table(self.pa.Table.from_batches(self.buffered), row_group_size=ROWS_PER_GROUP)
             self.buffered, self.buffered_rows = [], 0
 
-    def close(self, labels: list[str] | None) -> None:
+    def close(self, labels: list[str] | None, fingerprint: str | None = None) -> None:
         self.write()
         metadata = {FORMAT_KEY: BASKETS_FORMAT.encode()}
         if labels is not None:
             metadata[LABELS_KEY] = json.dumps(labels, ensure_ascii=False).encode("utf-8")
+        if fingerprint is not None:
+            metadata[FINGERPRINT_KEY] = fingerprint.encode("ascii")
         self.writer.add_key_value_metadata(metadata)
         self.writer.close()
 
@@ -211,6 +228,27 @@ def write_baskets(source: Source, out: Path, *, delimiter: str | None, encoding:
     return BasketsInfo(out, labels, writer.rows, writer.cells)
 
 
+def write_relation_baskets(engine, relation: str, labels: list[str], out: Path, *,
+                           cancel: CancelToken | None = None) -> BasketsInfo:
+    """A canonical relation of ``engine`` (``row``, ``items``) as a baskets Parquet file, streamed in row order.
+
+    ``labels[code]`` is the label of each code. Written beside ``out`` and renamed at the end.
+    """
+    out = Path(out)
+    partial = out.with_name(f".{out.name}.{os.getpid()}.part")
+    writer = _Writer(partial)
+    try:
+        for batch in engine.batches(f"SELECT items FROM {relation} ORDER BY row", cancel=cancel):
+            writer.append_items(batch.column(0))
+        writer.close(list(labels))
+        os.replace(partial, out)
+    finally:
+        if partial.exists():
+            writer.writer.close()
+            partial.unlink()
+    return BasketsInfo(out, list(labels), writer.rows, writer.cells)
+
+
 def _write_parsed(writer: _Writer, lines) -> None:
     """Quoted basket files are read whole by the csv module (as the loader does), then written."""
     counts = np.concatenate(lines.line_counts) if lines.line_counts else np.zeros(0, np.int64)
@@ -238,5 +276,96 @@ def read_baskets_metadata(path) -> BasketsInfo | None:
         labels = json.loads(metadata[LABELS_KEY].decode("utf-8")) if LABELS_KEY in metadata else None
     except (ValueError, UnicodeDecodeError):
         raise DataError("the dpdesk label list in the Parquet footer is damaged", path=path) from None
+    fingerprint = metadata.get(FINGERPRINT_KEY, b"").decode("ascii", errors="replace") or None
+    if fingerprint is not None and not re.fullmatch(r"[0-9a-f]{64}", fingerprint):
+        raise DataError("the dpdesk fingerprint in the Parquet footer is damaged", path=path)
     rows = int(parquet.metadata.num_rows)
-    return BasketsInfo(Path(path), labels, rows, -1)
+    return BasketsInfo(Path(path), labels, rows, -1, fingerprint)
+
+
+def seal_baskets(staged: Path, out: Path, fingerprint: str, *, cancel: CancelToken | None = None) -> None:
+    """Copy the baskets file ``staged`` to ``out``, row group by row group, with ``fingerprint`` in its footer.
+
+    The fingerprint needs every row and the final item numbering, so it cannot be computed
+    while the file is first written; ``dpdesk convert`` computes it from the staged file and
+    stores it, so that every release from the converted file skips that pass. Written beside
+    ``out`` and renamed at the end.
+    """
+    import pyarrow.parquet as pq
+
+    info = read_baskets_metadata(staged)
+    parquet = pq.ParquetFile(str(staged))
+    partial = out.with_name(f".{out.name}.{os.getpid()}.part")
+    writer = _Writer(partial)
+    try:
+        for group in range(parquet.num_row_groups):
+            if cancel is not None:
+                cancel.check()
+            writer.append_items(parquet.read_row_group(group, columns=["items"]).column("items").combine_chunks())
+        writer.close(info.labels, fingerprint)
+        os.replace(partial, out)
+    finally:
+        if partial.exists():
+            writer.writer.close()
+            partial.unlink()
+
+
+def baskets_dataset(path, format: str = "auto", *, name: str | None = None, progress: ProgressFn | None = None,
+                    cancel: CancelToken | None = None):
+    """A baskets Parquet file read into memory as a :class:`~dpdesk.data.dataset.Dataset` (small data's fast path).
+
+    The columns are the items in natural label order, as the loader and the engine number
+    them (:class:`~dpdesk.engine.relation.Codes`), so the figures and the fingerprint are
+    those of the transaction file the baskets came from.
+    """
+    import pyarrow.parquet as pq
+
+    from ..data.dataset import Dataset
+    from .relation import Codes
+
+    progress = progress or no_progress
+    info = read_baskets_metadata(path)
+    if format not in ("auto", "transactions"):
+        raise DataError("this is a dpdesk baskets file (dpdesk convert): it holds transactions", path=path,
+                        expected="--format transactions or auto")
+    parquet = pq.ParquetFile(str(path))
+    lengths, codes = [], []
+    for group in range(parquet.num_row_groups):
+        if cancel is not None:
+            cancel.check()
+        items = parquet.read_row_group(group, columns=["items"]).column("items").combine_chunks()
+        offsets = items.offsets.to_numpy()
+        lengths.append(np.diff(offsets).astype(np.int64))
+        codes.append(items.values.to_numpy()[offsets[0]:offsets[-1]].astype(np.int64))
+        progress(0.9 * (group + 1) / max(parquet.num_row_groups, 1), "Reading the baskets")
+    lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
+    codes = np.concatenate(codes) if codes else np.zeros(0, np.int64)
+    if info.labels is None:  # integer mode: the items are the ids present
+        top = int(codes.max()) if codes.size else -1
+        if codes.size and codes.min() >= 0 and top < 4 * codes.size + (1 << 20):  # ids of a usual range: count them
+            present = np.flatnonzero(np.bincount(codes, minlength=top + 1))
+        else:
+            present = np.unique(codes)
+        mapping = Codes.build(present, [str(int(code)) for code in present])
+    else:
+        if codes.size and (codes.min() < 0 or codes.max() >= len(info.labels)):
+            raise DataError("an item code lies outside the label list in the Parquet footer", path=path)
+        mapping = Codes.build(np.arange(len(info.labels), dtype=np.int64), list(info.labels))
+    columns = mapping.columns(codes)
+    index = np.int32 if max(columns.size, mapping.codes.size) < 2**31 else np.int64
+    indptr = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    matrix = sp.csr_matrix((np.ones(columns.size, dtype=np.uint8), columns.astype(index), indptr.astype(index)),
+                           shape=(lengths.size, mapping.codes.size))
+    if not np.all(np.diff(mapping.position) > 0):  # codes ascend within a row; columns then need not
+        matrix.has_sorted_indices = False
+        matrix.sort_indices()
+    if lengths.size == 0:
+        raise DataError("the file contains no people", path=path, expected="at least one line of data")
+    display = name or Path(path).name
+    progress(1.0, "Loaded")
+    dataset = Dataset(matrix, mapping.natural_labels, name=display,
+                      source={"path": str(path), "format": "transactions", "parquet": "baskets"})
+    if info.fingerprint is not None:
+        dataset.fingerprint = info.fingerprint  # computed by dpdesk convert (seal_baskets): fills the cached property
+    return dataset

@@ -13,8 +13,9 @@ engine only counts what needs no randomness and hands over the rows that do:
 
 * *Truncation.* A row with at most Δ items is kept whole: its contribution to the
   bounded counts is its items, whatever the random choices — the engine counts those
-  rows exactly (``item_counts(most=Δ)``). A row with more than Δ items keeps a uniformly
-  random Δ of them, independently per row (:func:`dpdesk.privacy.bounding.sample_kept`).
+  rows exactly (every item's count less the long rows' items, which are fetched anyway).
+  A row with more than Δ items keeps a uniformly random Δ of them, independently per row
+  (:func:`dpdesk.privacy.bounding.sample_kept`).
   So the bounded counts are the exact counts of the rows within Δ plus the counts of the
   sampled subsets of the rows over Δ: the same random variable as truncating the whole
   matrix, because the rows within Δ involve no randomness and the over-Δ rows are
@@ -115,8 +116,11 @@ class EngineDataset:
         """People holding each item (of those with at most ``most`` items), in column order."""
         key = ("counts", most)
         if key not in self._cache:
-            table = self.engine.execute(self._sql(queries.item_counts(self.relation, most=most)), progress=progress,
-                                        cancel=cancel, message="Counting the items")
+            if most is None and self.incidence.code_counts is not None:  # counted when the source was read
+                table = self.incidence.code_counts
+            else:
+                table = self.engine.execute(self._sql(queries.item_counts(self.relation, most=most)),
+                                            progress=progress, cancel=cancel, message="Counting the items")
             self._cache[key] = self._counts(table)
         return self._cache[key]
 
@@ -299,6 +303,8 @@ class EngineDataset:
         """:attr:`Dataset.fingerprint` of the same content, computed streaming (no matrix, no sort)."""
         if self.mapping is not None:
             raise RuntimeError("the fingerprint is of the data as read, before projection")  # api uses origin
+        if self.incidence.fingerprint is not None:  # stored by dpdesk convert (baskets.seal_baskets)
+            return self.incidence.fingerprint
         lanes = np.zeros(3, dtype=np.uint64)
         for rows, offsets, columns in self._row_batches(queries.rows_longer(
                 self.relation, -1, ordered=self.engine.kind != "duckdb"), None):
@@ -386,10 +392,11 @@ def prepare_bounding(data: EngineDataset, bound, cancel: CancelToken | None = No
                      progress: ProgressFn = no_progress) -> BoundedRows:
     """Counts of the rows within Δ (engine) and the rows over Δ (fetched), as ``prepare_bound`` splits them."""
     bound = check_bound(bound)
-    progress(0.1, "Counting the rows within the bound")
-    base = data.item_counts(most=bound, cancel=cancel).copy()
-    progress(0.5, "Fetching the rows over the bound")
+    progress(0.1, "Fetching the rows over the bound")
     long = data.long_rows(bound, cancel=cancel)
+    progress(0.6, "Counting the rows within the bound")
+    # the rows within Δ hold every item occurrence the long rows do not: one pass fewer than counting them apart
+    base = data.item_counts(cancel=cancel) - np.bincount(long.matrix.indices, minlength=data.n_items)
     lengths = np.diff(long.matrix.indptr).astype(np.int64)
     total = int(lengths.sum())
     dtype = np.int32 if total < 2**31 else np.int64

@@ -86,6 +86,10 @@ class Incidence:
     cells: int
     source: dict = field(default_factory=dict)
     owned: list[Path] = field(default_factory=list)  # files made for it (in the spill folder)
+    #: the content's fingerprint when the source states it (a baskets file sealed by dpdesk convert)
+    fingerprint: str | None = None
+    #: (code, n) of every item, when reading the source already counted them (an Arrow table)
+    code_counts: object = field(default=None, repr=False)
 
 
 def quote_name(name: str) -> str:
@@ -206,28 +210,33 @@ def records_relation(engine, reader: str, names: list[str], *, progress=None, ca
     return _finish(engine, rel, codes)
 
 
-def baskets_relation(engine, path, labels: list[str] | None, *, cancel=None) -> Incidence:
+def baskets_relation(engine, path, labels: list[str] | None, *, cancel=None, fingerprint: str | None = None) -> Incidence:
     """A baskets Parquet file (``dpdesk convert``, or the text converted on the way) read in place."""
     from . import queries
 
     rel = fresh_name("baskets")
     engine.baskets_view(rel, path)
-    counts = engine.execute(queries.translate(f"SELECT DISTINCT code FROM (SELECT UNNEST(items) AS code FROM {rel}) "
-                                              "AS cells", engine.dialect), cancel=cancel, message="Listing the items")
-    present = np.sort(counts.column("code").to_numpy().astype(np.int64))
-    if labels is None:
-        names = [str(int(code)) for code in present]
-    else:
-        if present.size and (present[0] < 0 or present[-1] >= len(labels)):
-            raise DataError("an item code lies outside the label list in the Parquet footer", path=path)
-        names = [labels[int(code)] for code in present]
-    return _finish(engine, rel, Codes.build(present, names))
+    # one pass lists the items and counts them: the counts are the column counts every release needs
+    counts = engine.execute(queries.translate(queries.item_counts(rel), engine.dialect), cancel=cancel,
+                            message="Counting the items")
+    present = counts.column("code").to_numpy().astype(np.int64)
+    if labels is None:  # integer mode: the items are the ids present
+        present = np.sort(present)
+        return _finish(engine, rel, Codes.build(present, [str(int(code)) for code in present]), counts, fingerprint)
+    # label mode: every code of the footer's list is an item (a table's item may have no person with it)
+    if present.size and (present.min() < 0 or present.max() >= len(labels)):
+        raise DataError("an item code lies outside the label list in the Parquet footer", path=path)
+    return _finish(engine, rel, Codes.build(np.arange(len(labels), dtype=np.int64), list(labels)), counts, fingerprint)
 
 
-def _finish(engine, rel: str, codes: Codes) -> Incidence:
+def _finish(engine, rel: str, codes: Codes, code_counts=None, fingerprint: str | None = None) -> Incidence:
     from . import queries
 
-    figures = engine.execute(queries.translate(queries.shape(rel), engine.dialect))
+    if code_counts is not None:  # the cells are the item counts' sum; counting rows reads no items
+        cells = int(code_counts.column("n").to_numpy().sum())
+        figures = engine.execute(queries.translate(f"SELECT COUNT(*) AS rows FROM {rel}", engine.dialect))
+    else:
+        figures = engine.execute(queries.translate(queries.shape(rel), engine.dialect))
+        cells = int(figures.column("cells")[0].as_py() or 0)
     rows = int(figures.column("rows")[0].as_py() or 0)
-    cells = int(figures.column("cells")[0].as_py() or 0)
-    return Incidence(engine, rel, codes, rows, cells)
+    return Incidence(engine, rel, codes, rows, cells, code_counts=code_counts, fingerprint=fingerprint)

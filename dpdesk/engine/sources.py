@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import weakref
 from pathlib import Path
 
 import numpy as np
 
 from ..data.dataset import CellCounts, natural_order
-from ..data.detect import sniff
+from ..data.detect import a_kind, binary_kind, sniff
 from ..data.loader import OPTION_NAMES, _delimiter, _display_name, _settled
 from ..data.tabular import _distinct_names, resolve_column
 from ..data.textio import memory_budget, open_source
 from ..errors import DataError, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress, scaled
 from .backend import EngineUnsupported, open_engine
-from .baskets import read_baskets_metadata, write_baskets
+from .baskets import read_baskets_metadata, seal_baskets, write_baskets, write_relation_baskets
 from .dataset import EngineDataset
 from .relation import (baskets_relation, csv_reader, pairs_relation, quote_name, records_relation, table_columns,
                        text_column, fresh_name)
@@ -38,6 +39,10 @@ def read_file(path, format: str = "auto", *, engine: str = "duckdb", spark_maste
     path = Path(path)
     progress(0.0, "Reading file")
     source = open_source(path)
+    kind = binary_kind(source.head(4096), path)
+    if kind not in (None, "parquet"):
+        raise EngineUnsupported(f"The {engine} engine reads text files and Parquet; {path.name} is {a_kind(kind)} "
+                                "file, which dpdesk reads in memory: use --engine memory (or auto).")
     baskets = read_baskets_metadata(path) if not source.compressed else None
     name = options.get("name") or _display_name(path)
     backend = open_engine(engine, memory_limit=options.get("memory_limit"), spark_master=spark_master)
@@ -46,7 +51,7 @@ def read_file(path, format: str = "auto", *, engine: str = "duckdb", spark_maste
             if format not in ("auto", "transactions"):
                 raise DataError("this is a dpdesk baskets file (dpdesk convert): it holds transactions", path=path,
                                 expected="--format transactions or auto")
-            incidence = baskets_relation(backend, path, baskets.labels, cancel=cancel)
+            incidence = baskets_relation(backend, path, baskets.labels, cancel=cancel, fingerprint=baskets.fingerprint)
             record = {"path": str(path), "format": "transactions", "parquet": "baskets"}
             return _owned(EngineDataset(incidence, name=name, source=record), backend)
         encoding = options.get("encoding", "auto") or "auto"
@@ -78,25 +83,45 @@ def read_file(path, format: str = "auto", *, engine: str = "duckdb", spark_maste
                                  progress=scaled(progress, 0.0, 0.8), cancel=cancel)
             incidence = baskets_relation(backend, converted, info.labels, cancel=cancel)
             return _owned(EngineDataset(incidence, name=name, source=record), backend)
-        if backend.kind == "spark":
-            raise EngineUnsupported("The Spark engine reads transaction files and dpdesk convert's baskets Parquet; "
-                                    "read tables with --engine duckdb or memory.")
         if fmt not in ("pairs", "records", "cells"):
             raise EngineUnsupported(f"The engine does not read the '{fmt}' layout; use --engine memory.")
-        if sniffed.parquet:
-            if source.compressed:
-                raise DataError("a gzip-compressed Parquet file cannot be read by the engine", path=path,
-                                expected="the .parquet file itself")
-            reader = f"read_parquet({backend.literal_path(path)})"
-            names = [c for c, _ in table_columns(backend, reader)]
-            offset = 0
-        else:
-            names = _text_names(source, delimiter, header, sniffed.encoding, path)
-            reader = csv_reader(backend, path, delimiter=delimiter, header=header, width=len(names))
-            reader = f"(SELECT {', '.join(f'c{k} AS {quote_name(n)}' for k, n in enumerate(names))} FROM {reader})"
-            offset = 1 + int(header)
-        return _owned(table_dataset(backend, reader, names, fmt, options, path=path, name=name, record=record,
-                                    line_offset=offset, progress=progress, cancel=cancel), backend)
+        local = None
+        if backend.kind == "spark":
+            # Spark reads baskets: the table is grouped by person here, by DuckDB out of core, as transaction
+            # text is tokenized here (docs/SPARK.md); cell tables stay with DuckDB
+            if fmt == "cells" or options.get("attributes"):
+                raise EngineUnsupported("The Spark engine reads incidence data (transactions, pairs, records as items); "
+                                        "count cells with --engine duckdb or memory.")
+            local = open_engine("duckdb", memory_limit=options.get("memory_limit"))
+        tables = local or backend
+        try:
+            if sniffed.parquet:
+                if source.compressed:
+                    raise DataError("a gzip-compressed Parquet file cannot be read by the engine", path=path,
+                                    expected="the .parquet file itself")
+                reader = f"read_parquet({tables.literal_path(path)})"
+                names = [c for c, _ in table_columns(tables, reader)]
+                offset = 0
+            else:
+                names = _text_names(source, delimiter, header, sniffed.encoding, path)
+                reader = csv_reader(tables, path, delimiter=delimiter, header=header, width=len(names))
+                reader = f"(SELECT {', '.join(f'c{k} AS {quote_name(n)}' for k, n in enumerate(names))} FROM {reader})"
+                offset = 1 + int(header)
+            dataset = table_dataset(tables, reader, names, fmt, options, path=path, name=name, record=record,
+                                    line_offset=offset, progress=scaled(progress, 0.0, 0.8) if local else progress,
+                                    cancel=cancel)
+            if local is None:
+                return _owned(dataset, backend)
+            codes = dataset.codes
+            if not np.array_equal(codes.codes, np.arange(codes.codes.size)):
+                raise AssertionError("a table's item codes are numbered 0, 1, … by pairs_relation and records_relation")
+            converted = backend.folder / f"{fresh_name('converted')}.parquet"
+            write_relation_baskets(local, dataset.incidence.relation, list(codes.labels), converted, cancel=cancel)
+            incidence = baskets_relation(backend, converted, list(codes.labels), cancel=cancel)
+            return _owned(EngineDataset(incidence, name=name, source=record), backend)
+        finally:
+            if local is not None:
+                local.close()
     except BaseException:
         backend.close()
         raise
@@ -211,10 +236,25 @@ def convert(path, out, format: str = "auto", *, progress: ProgressFn | None = No
         raise sniffed.refusal(path)
     if sniffed.parquet:
         raise ParameterError(f"{path.name} is a Parquet file already.")
+    if sniffed.binary:
+        raise ParameterError(f"dpdesk convert reads text files; {path.name} is {sniffed.a_kind} file, which "
+                             "dpdesk reads directly (dpdesk inspect, release and compare take it as it is).")
     if fmt == "transactions":
-        write_baskets(source, out, delimiter=delimiter, encoding=sniffed.encoding, automatic=encoding == "auto",
-                      header=header, budget=memory_budget(options.get("memory_limit")), progress=progress,
-                      cancel=cancel)
+        # written once, fingerprinted, then sealed with the fingerprint in its footer (baskets.seal_baskets)
+        staged = out.with_name(f".{out.name}.{os.getpid()}.staged")
+        try:
+            info = write_baskets(source, staged, delimiter=delimiter, encoding=sniffed.encoding,
+                                 automatic=encoding == "auto", header=header,
+                                 budget=memory_budget(options.get("memory_limit")),
+                                 progress=scaled(progress, 0.0, 0.6), cancel=cancel)
+            with open_engine("duckdb", memory_limit=options.get("memory_limit")) as backend:
+                progress(0.6, "Computing the fingerprint")
+                fingerprint = EngineDataset(baskets_relation(backend, staged, info.labels, cancel=cancel)).fingerprint
+            progress(0.85, "Writing the Parquet file")
+            seal_baskets(staged, out, fingerprint, cancel=cancel)
+        finally:
+            staged.unlink(missing_ok=True)
+        progress(1.0, "Converted")
         return out
     names = _text_names(source, delimiter, header, sniffed.encoding, path)
     with open_engine("duckdb", memory_limit=options.get("memory_limit")) as backend:

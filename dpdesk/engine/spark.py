@@ -49,12 +49,18 @@ class SparkEngine(Engine):
         require_pyspark()
         from pyspark.sql import SparkSession
 
+        active = SparkSession.getActiveSession()
+        if active is not None and active.sparkContext.master != master:
+            # getOrCreate would silently hand back the running session, on the other master
+            raise EngineError(f"Spark already runs on {active.sparkContext.master} in this process; "
+                              f"{master} needs a new dpdesk process.")
         root = spill_root()
         root.mkdir(parents=True, exist_ok=True)
         self.folder = root / f"run-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.folder.mkdir()
         builder = (SparkSession.builder.master(master).appName("dpdesk")
                    .config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false")  # progress goes to our callback
                    .config("spark.sql.ansi.enabled", "true")
                    .config("spark.local.dir", str(self.folder))
                    .config("spark.sql.session.timeZone", "UTC")
@@ -131,7 +137,7 @@ class SparkEngine(Engine):
 
         if isinstance(table, pa.RecordBatchReader):
             table = table.read_all()
-        self.spark.createDataFrame(table.to_pandas()).createOrReplaceTempView(name)
+        self.spark.createDataFrame(table).createOrReplaceTempView(name)  # Arrow directly (Spark ≥ 4)
 
     def unregister(self, name: str) -> None:
         self.spark.catalog.dropTempView(name)

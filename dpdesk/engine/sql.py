@@ -115,7 +115,12 @@ def _postgres_rows(url: str, query: str, cancel: CancelToken | None):
 
 
 def query_batches(url: str, query: str, cancel: CancelToken | None = None):
-    """(column names, a reader of Arrow record batches with every column as text)."""
+    """(column names, a reader of Arrow record batches with every column as text, the reading's failure).
+
+    DuckDB pulls the batches and turns an exception raised while reading them into its own
+    error, without the original: the third item is a list that holds the error (a failed
+    fetch, Cancel) so that the caller can raise it instead.
+    """
     import pyarrow as pa
 
     if not query or not query.strip():
@@ -133,13 +138,19 @@ def query_batches(url: str, query: str, cancel: CancelToken | None = None):
     names = _distinct_names([str(n) for n in next(rows)])
     schema = pa.schema([pa.field(name, pa.string()) for name in names])
 
-    def batches():
-        for chunk in rows:
-            columns = list(zip(*chunk))
-            yield pa.RecordBatch.from_arrays([pa.array([_text(v) for v in column], type=pa.string())
-                                              for column in columns], schema=schema)
+    failure: list[BaseException] = []
 
-    return names, pa.RecordBatchReader.from_batches(schema, batches())
+    def batches():
+        try:
+            for chunk in rows:
+                columns = list(zip(*chunk))
+                yield pa.RecordBatch.from_arrays([pa.array([_text(v) for v in column], type=pa.string())
+                                                  for column in columns], schema=schema)
+        except BaseException as error:
+            failure.append(error)
+            raise
+
+    return names, pa.RecordBatchReader.from_batches(schema, batches()), failure
 
 
 def load_sql(url: str, query: str, format: str = "pairs", *, name: str | None = None, memory_limit=None,
@@ -153,9 +164,14 @@ def load_sql(url: str, query: str, format: str = "pairs", *, name: str | None = 
     backend = open_engine("duckdb", memory_limit=memory_limit)
     try:
         progress(0.05, "Running the query")
-        names, reader = query_batches(url, query, cancel)
+        names, reader, failure = query_batches(url, query, cancel)
         table = fresh_name("query")
-        backend.register(table, reader)
+        try:
+            backend.register(table, reader)
+        except Exception:
+            if failure:  # the rows could not be read (DuckDB's error has lost the reason)
+                raise failure[0] from None
+            raise
         record = {"sql": _where(url), "query": query, "format": format}
         reader_sql = f"(SELECT * FROM {table})"
         dataset = table_dataset(backend, reader_sql, names, format, options, path=None, name=name or "query",
@@ -166,4 +182,40 @@ def load_sql(url: str, query: str, format: str = "pairs", *, name: str | None = 
         raise
 
 
-__all__ = ["load_sql", "query_batches", "quote_name"]
+PREVIEW_ROWS = 20
+
+
+def look_sql(url: str, query: str, *, progress: ProgressFn | None = None, cancel: CancelToken | None = None):
+    """The import wizard's first look at a query: its columns, first rows and a guessed layout (a ``Sniffed``).
+
+    Only the first batch of rows is fetched; the connection is closed at once.
+    """
+    from ..data.detect import COUNT_NAMES, Sniffed
+
+    progress = progress or no_progress
+    progress(0.0, "Running the query")
+    names, reader, failure = query_batches(url, query, cancel)
+    try:
+        try:
+            batch = reader.read_next_batch()
+            rows = [[("" if v is None else str(v)) for v in row.values()] for row in batch.to_pylist()[:PREVIEW_ROWS]]
+        except StopIteration:
+            rows = []
+        except Exception:
+            if failure:
+                raise failure[0] from None
+            raise
+    finally:
+        reader.close()
+    fmt = ("cells" if any(n.strip().lower() in COUNT_NAMES for n in names)
+           else "pairs" if len(names) <= 3 else "records")
+    progress(1.0, "Done")
+    return Sniffed(fmt, None, True, "utf-8", list(names), rows, kind="database")
+
+
+def database_record(url: str, query: str) -> dict:
+    """What a project file keeps of a database source: the URL without its password, and the query."""
+    return {"sql": _where(url).replace(":***@", "@"), "query": query}
+
+
+__all__ = ["database_record", "load_sql", "look_sql", "query_batches", "quote_name"]

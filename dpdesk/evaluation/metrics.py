@@ -54,6 +54,23 @@ def topk_accuracy(noisy, true, k: int) -> float:
     return len(truth & found) / max(1, min(int(k), len(truth)))
 
 
+def topk_accuracies(noisy, true, ks) -> list[float]:
+    """:func:`topk_accuracy` for every k in ``ks`` at once: one ranking of each vector, not one per k.
+
+    The k largest in :func:`top_k`'s order (value, then lower index first) are the first k of the
+    K largest for any K ≥ k, so each k is a count over prefixes.
+    """
+    ks = [int(k) for k in ks]
+    if not ks:
+        return []
+    largest = max(ks)
+    truth, found = top_k(true, largest), top_k(noisy, largest)
+    rank = np.full(np.asarray(noisy).size, np.iinfo(np.int64).max, dtype=np.int64)
+    rank[found] = np.arange(found.size)
+    ranks_of_truth = rank[truth]
+    return [int(np.count_nonzero(ranks_of_truth[:k] < k)) / max(1, min(k, truth[:k].size)) for k in ks]
+
+
 def count_metrics(noisy, true, *, n_rows: int, k: int = 100, sanity: float | None = None) -> dict:
     s = sanity if sanity is not None else sanity_bound(n_rows)
     top = top_k(true, k)

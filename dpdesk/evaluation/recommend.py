@@ -411,8 +411,13 @@ def kind_of_file(path, format: str = "auto", import_options: dict | None = None)
     return "incidence"
 
 
-def declared_size(declaration, path, kind: str, format: str = "auto", import_options: dict | None = None) -> int:
-    """The number of items (or cells) the declaration gives, reading at most the file's labels."""
+def declared_size(declaration, path, kind: str, format: str = "auto", import_options: dict | None = None, *,
+                  loaded=None) -> int:
+    """The number of items (or cells) the declaration gives, reading at most the file's labels.
+
+    ``loaded``: the data already read (the GUI has it), used instead of reading ``path`` again
+    when the steward stated its labels are public; then only its labels (or its table's
+    declared size) are looked at."""
     from ..data.domain import (HOW_DISCOVERED, HOW_LIST, HOW_PUBLIC_DATA, HOW_RANGE, read_domains_file,
                                read_label_file)
 
@@ -445,7 +450,7 @@ def declared_size(declaration, path, kind: str, format: str = "auto", import_opt
         from ..data import load
 
         # the steward stated the labels are public: only they are read from what the loader returns
-        data = load(path, format=format, **(import_options or {}))
+        data = loaded if loaded is not None else load(path, format=format, **(import_options or {}))
         if kind == "cells":
             return int(data.domain_size)
         return len(data.item_labels)

@@ -1,8 +1,13 @@
 """Compare: run the comparison runner in the background and plot the results as they stream in.
 
-Two modes: on the true data (internal — the banner says so, and choosing by these results
-is itself a use of the data), or on a stand-in (synthetic data shaped by declared facts,
-or a public file) that leaks nothing.
+Two modes: on a stand-in (synthetic data shaped by declared facts, or a public file) that
+leaks nothing — the default —, or on the true data (internal — the banner says so, choosing
+by these results is itself a use of the data, and the steward is asked once per dataset
+before it is read).
+
+Plots keep their legends beside the plot area, and on log axes a band's lower end is drawn
+at most a decade below its mean, so a wide band at small ε (often reaching below zero) does
+not stretch the axis over decades where nothing is drawn.
 """
 
 from __future__ import annotations
@@ -17,14 +22,14 @@ import pyqtgraph as pg
 from scipy import stats
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGridLayout,
-                               QGroupBox, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QRadioButton,
-                               QSpinBox, QTabWidget, QVBoxLayout, QWidget)
+                               QGroupBox, QHBoxLayout, QLabel, QLineEdit, QMessageBox, QProgressBar, QPushButton,
+                               QRadioButton, QSpinBox, QTabWidget, QVBoxLayout, QWidget)
 
 from .. import mechanisms as registry
 from ..data import load
 from ..errors import DpdeskError, ParameterError
 from ..evaluation.compare import Entry, run_comparison
-from ..evaluation.metrics import METRIC_LABELS, top_k, topk_accuracy
+from ..evaluation.metrics import LOWER_IS_BETTER, METRIC_LABELS, top_k, topk_accuracies
 from ..evaluation.summaries import error_vs_range_size, error_vs_summary_size
 from ..evaluation.standin import DeclaredFacts, synthetic_cells, synthetic_incidence
 from . import theme
@@ -44,6 +49,25 @@ TRUE_DATA_BANNER = ("⚠ <b>These plots use the true data — for your eyes only
                     "records how the mechanism was chosen.")
 STANDIN_BANNER = ("✓ <b>Comparing on a stand-in</b> that contains no true data: you may choose a mechanism from "
                   "these results without using the data's privacy budget.")
+TRUE_DATA_QUESTION = (
+    "<b>Compare on the true data?</b><br><br>The comparison then reads the true data. Its plots are for your eyes "
+    "only, and choosing a mechanism because it did best on them is itself a use of the data that ε does not "
+    "cover: <b>the public report will record that mechanisms were compared on the true data.</b><br><br>"
+    "The stand-in, the default, avoids this. dpdesk asks once for this dataset.")
+# on log axes a band's lower end is drawn at most this factor below its mean: an interval reaching
+# 0 or below cannot be drawn there and would otherwise stretch the axis over empty decades
+LOG_BAND_FLOOR_RATIO = 10.0
+
+
+def log_band(mean, low, high) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, low, high) as drawn on a log axis: a mean of 0 or less just below the smallest positive
+    one, and each band's lower end at most LOG_BAND_FLOOR_RATIO below its mean (the Numbers table
+    keeps the full interval)."""
+    mean, low, high = (np.asarray(v, dtype=float) for v in (mean, low, high))
+    positive = mean[np.isfinite(mean) & (mean > 0)]
+    tiny = positive.min() / LOG_BAND_FLOOR_RATIO if positive.size else 1e-12
+    mean = np.maximum(mean, tiny)
+    return mean, np.maximum(low, mean / LOG_BAND_FLOOR_RATIO), np.maximum(high, mean)
 
 
 def group_rows(rows: list[dict], metric: str) -> dict:
@@ -119,15 +143,14 @@ class ComparePage(QWidget):
         controls.addWidget(settings, 1)
         source = QGroupBox("Compare on")
         source_layout = QVBoxLayout(source)
-        self.on_true = QRadioButton("the true data (internal)")
-        self.on_synthetic = QRadioButton("a synthetic stand-in shaped by declared facts")
-        self.on_file = QRadioButton("a public file:")
+        self.on_synthetic = QRadioButton("a synthetic stand-in shaped by declared facts (no true data)")
+        self.on_file = QRadioButton("a public file (no true data):")
+        self.on_true = QRadioButton("the true data (internal; asks first, and the report records it)")
         group = QButtonGroup(self)
-        for button in (self.on_true, self.on_synthetic, self.on_file):
+        for button in (self.on_synthetic, self.on_file, self.on_true):
             group.addButton(button)
-        source_layout.addWidget(self.on_true)
         source_layout.addWidget(self.on_synthetic)
-        self.on_true.setChecked(True)
+        self.on_synthetic.setChecked(True)  # safe by default: nothing of the true data is read
         facts = QWidget()
         self.facts = facts
         facts_form = QFormLayout(facts)
@@ -159,10 +182,15 @@ class ComparePage(QWidget):
         file_row.addWidget(self.public_file, 1)
         file_row.addWidget(browse)
         source_layout.addLayout(file_row)
+        source_layout.addWidget(self.on_true)
         controls.addWidget(source, 1)
         outer.addLayout(controls)
-        self.banner = Banner(TRUE_DATA_BANNER, "warning")
+        self.banner = Banner(STANDIN_BANNER, "ok")
         outer.addWidget(self.banner)
+        self.skipped = Banner("", "warning")
+        self.skipped.setAccessibleName("Mechanisms left out of the comparison")
+        self.skipped.setVisible(False)
+        outer.addWidget(self.skipped)
         run_row = QHBoxLayout()
         self.run_button = QPushButton("Run comparison ▶")
         self.run_button.setAccessibleName("Run the comparison")
@@ -185,8 +213,10 @@ class ComparePage(QWidget):
         # plots
         self.tabs = QTabWidget()
         self.tabs.setAccessibleName("Comparison plots")
-        self.error_panel = PlotPanel("Error vs ε", x_label="ε (log scale)", y_label="error (log scale)",
-                                     caption="Run a comparison to see each mechanism's error at each ε.")
+        self.error_panel = PlotPanel("Error vs ε", x_label="ε (log scale)",
+                                     y_label="error<br>lower is better · log scale",
+                                     caption="Run a comparison to see each mechanism's error at each ε.",
+                                     legend_outside=True)
         self.metric = QComboBox()
         self._fill_metrics(list(METRIC_LABELS))
         self.metric.setAccessibleName("Error measure")
@@ -204,13 +234,16 @@ class ComparePage(QWidget):
         example_row = QHBoxLayout()
         example_row.addWidget(QLabel("Show:"))
         example_row.addWidget(self.example_choice, 1)
-        self.truth_panel = PlotPanel("True vs noisy", x_label="true count", y_label="released count")
+        self.truth_panel = PlotPanel("True vs noisy", x_label="true count", y_label="released count",
+                                     legend_outside=True)
         truth_tab = QWidget()
         truth_layout = QVBoxLayout(truth_tab)
         truth_layout.addLayout(example_row)
         truth_layout.addWidget(self.truth_panel, 1)
         self.tabs.addTab(truth_tab, "True vs noisy")
-        self.topk_panel = PlotPanel("Top-k accuracy", x_label="k (log scale)", y_label="share of the true top k found")
+        self.topk_panel = PlotPanel("Top-k accuracy", x_label="k (log scale)",
+                                    y_label="share of the true top k found<br>higher is better",
+                                    legend_outside=True)
         self.tabs.addTab(self.topk_panel, "Top-k accuracy")
         details_tab = QWidget()
         details_layout = QVBoxLayout(details_tab)
@@ -220,7 +253,7 @@ class ComparePage(QWidget):
         row.addWidget(QLabel("Detail:"))
         row.addWidget(self.diagnostic_choice, 1)
         details_layout.addLayout(row)
-        self.detail_panel = PlotPanel("Mechanism details")
+        self.detail_panel = PlotPanel("Mechanism details", legend_outside=True)
         details_layout.addWidget(self.detail_panel, 1)
         self.tabs.addTab(details_tab, "Mechanism details")
         outer.addWidget(self.tabs, 1)
@@ -231,15 +264,19 @@ class ComparePage(QWidget):
         self.metric.currentIndexChanged.connect(lambda _i: self.redraw_errors())
         self.example_choice.currentIndexChanged.connect(self.redraw_example)
         self.diagnostic_choice.currentIndexChanged.connect(self.redraw_detail)
+        self.on_true.toggled.connect(self._true_data_toggled)
         for button in (self.on_true, self.on_synthetic, self.on_file):
             button.toggled.connect(self._mode_changed)
+        self._true_data_allowed_for = None  # the dataset the steward agreed to compare on (asked once)
         self.timer = QTimer(self)
         self.timer.setInterval(400)  # redraw streamed results at most 2.5 times a second
         self.timer.timeout.connect(self._flush)
         self._pending = False
         state.comparison_changed.connect(self._show_comparison)
         state.dataset_changed.connect(self._dataset_changed)
+        state.config_changed.connect(self._declared_changed)
         self._dataset_changed()
+        self._mode_changed()
 
     # -- settings ------------------------------------------------------------------------
     def _browse(self) -> None:
@@ -247,6 +284,36 @@ class ComparePage(QWidget):
         if path:
             self.public_file.setText(path)
             self.on_file.setChecked(True)
+
+    def confirm_true_data(self, text: str) -> bool:
+        """The one question before the true data is compared on (tests replace it)."""
+        box = QMessageBox(QMessageBox.Warning, "Compare on the true data?", text,
+                          QMessageBox.Yes | QMessageBox.Cancel, self)
+        box.setTextFormat(Qt.RichText)
+        box.button(QMessageBox.Yes).setText("Use the true data")
+        box.button(QMessageBox.Cancel).setText("Keep the stand-in")
+        box.setDefaultButton(QMessageBox.Cancel)
+        return box.exec() == QMessageBox.Yes
+
+    def true_data_allowed(self) -> bool:
+        """Whether the steward agreed to compare on this dataset's true data, asking the first time."""
+        data = self.state.dataset
+        if data is None or self._true_data_allowed_for is data:
+            return True
+        if not self.confirm_true_data(TRUE_DATA_QUESTION):
+            return False
+        self._true_data_allowed_for = data
+        return True
+
+    def _true_data_toggled(self, on: bool) -> None:
+        if on and not self.true_data_allowed():
+            self.on_synthetic.setChecked(True)  # back to the safe default
+
+    def _declared_changed(self) -> None:
+        """The synthetic stand-in follows the steward's declared typical row length."""
+        length = self.state.typical_row_length
+        if length is not None and abs(self.fact_mean.value() - length) > 1e-9:
+            self.fact_mean.setValue(length)
 
     def _mode_changed(self) -> None:
         true_data = self.on_true.isChecked()
@@ -256,6 +323,8 @@ class ComparePage(QWidget):
 
     def _dataset_changed(self) -> None:
         data = self.state.dataset
+        if self.on_true.isChecked():  # a new dataset starts from the safe default again
+            self.on_synthetic.setChecked(True)
         self.run_button.setEnabled(data is not None)
         settings = self.state.compare_settings
         self.epsilons.setText(", ".join(f"{e:.4g}" for e in settings.get("epsilons", [])))
@@ -272,6 +341,9 @@ class ComparePage(QWidget):
         """The dataset to compare on: the true data or a stand-in that holds none of it."""
         data = self.state.dataset
         if self.on_true.isChecked():
+            if not self.true_data_allowed():
+                raise ParameterError("The comparison was not run: you chose to keep the true data out of it. "
+                                     "Choose a stand-in under “Compare on”.")
             return data, False
         if self.on_synthetic.isChecked():
             if data.kind == "cells":
@@ -299,14 +371,25 @@ class ComparePage(QWidget):
                 raise ParameterError("Tick at least one mechanism on the Configure page.")
             epsilons = parse_epsilons(self.epsilons.text())
             data, on_standin = self.comparison_data()
-            entries = []
+            entries, skipped = [], []
             for configuration in configurations:
                 mechanism = registry.get(configuration.mechanism)
-                entries.append(Entry(configuration.mechanism, self.state.params_for(configuration.mechanism),
-                                     label=mechanism.id))
+                params = self.state.params_for(configuration.mechanism)
+                try:  # from declared settings only (checks never look at the data): e.g. a missing Δ
+                    mechanism.validate(data, epsilons[0], params)
+                except ParameterError as error:
+                    skipped.append((mechanism, error))
+                    continue
+                entries.append(Entry(configuration.mechanism, params, label=mechanism.id))
+            if not entries:
+                raise skipped[0][1]
         except DpdeskError as error:
             show_error(self, error)
             return
+        # the others still run; say which were left out and why, until the next run
+        self.skipped.setVisible(bool(skipped))
+        self.skipped.setText("Not compared (see the Configure page): " + "; ".join(
+            f"<b>{mechanism.name}</b> — {error}" for mechanism, error in skipped))
         self.state.compare_settings.update({"epsilons": epsilons, "repeats": self.repeats.value(),
                                             "seed": self.seed.value()})
         self.rows = []
@@ -421,17 +504,21 @@ class ComparePage(QWidget):
             self._drawn_metric = metric
         log_y = metric != "topk_accuracy"
         name = ALL_METRIC_LABELS.get(metric, metric)
+        if metric == "summary_size":  # a size, not an error
+            better = ""
+        else:  # the cell summaries' query errors are errors too
+            better = "lower is better" if LOWER_IS_BETTER.get(metric, True) else "higher is better"
         panel.plot.setLogMode(x=True, y=log_y)
-        panel.plot.setLabel("left", name + (" (log scale)" if log_y else ""))
+        # two lines, so that the label fits beside a short plot
+        second = " · ".join(part for part in (better, "log scale" if log_y else "") if part)
+        panel.plot.setLabel("left", name + (f"<br>{second}" if second else ""))
         table = []
         for i, (label, by_epsilon) in enumerate(group_rows(rows, metric).items()):
             epsilons = np.array(sorted(by_epsilon))
             stats = np.array([mean_interval(by_epsilon[e]) for e in epsilons])  # mean, low, high, n
             mean, low, high = stats[:, 0], stats[:, 1], stats[:, 2]
             if log_y:
-                positive = mean[mean > 0]
-                floor = max(positive.min() / 100, 1e-12) if positive.size else 1e-12
-                mean, low, high = (np.maximum(v, floor) for v in (mean, low, high))
+                mean, low, high = log_band(mean, low, high)
             panel.set_series(label, epsilons, mean, i, band=(low, high))
             table += [[label, e, m, lo, hi, int(n)] for e, (m, lo, hi, n) in zip(epsilons, stats)]
         if not streaming:
@@ -442,7 +529,8 @@ class ComparePage(QWidget):
                                             "This is the size of the published summary, not an error." if
                                             metric == "summary_size" else "Lower is better.") +
             " The ε axis is logarithmic" + (", and so is the vertical axis, so that large and small values fit "
-                                            "on one plot." if log_y else "."))
+                                            "on one plot; there a band is drawn at most ten times below its "
+                                            "mean (the Numbers table has the whole interval)." if log_y else "."))
 
     def _show_comparison(self) -> None:
         comparison = self.state.comparison
@@ -520,7 +608,7 @@ class ComparePage(QWidget):
         for i, ((label, e), release) in enumerate(x for x in comparison.examples.items() if x[0][1] == epsilon):
             if release.values is None:
                 continue
-            values = [topk_accuracy(release.values, true, k) for k in ks]
+            values = topk_accuracies(release.values, true, ks)
             panel.add_series(label, ks, values, i)
             rows += [[label, k, v] for k, v in zip(ks, values)]
         panel.set_table(["mechanism", "k", "top-k accuracy"], rows)

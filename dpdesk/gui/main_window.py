@@ -8,7 +8,8 @@ from pathlib import Path
 from PySide6.QtCore import QRect, QSettings, QSize, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMainWindow,
-                               QMessageBox, QPushButton, QScrollArea, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget)
+                               QMessageBox, QProgressDialog, QPushButton, QScrollArea, QSizePolicy, QStackedWidget,
+                               QVBoxLayout, QWidget)
 
 from .. import __version__, guidance
 from ..errors import DpdeskError
@@ -18,14 +19,16 @@ from ..project import Project
 from ..workflow import default_dataset_name
 from . import theme
 from .compare_page import ComparePage
-from .configure_page import ConfigurePage
+from .configure_page import ConfigurePage, spent_in_words
 from .first_run import FirstRunGuide
 from .help_window import HelpWindow
 from .plan_page import PlanPage
 from .release_page import ReleasePage
 from .state import AppState
 from .widgets import DataSummaryView, explanation, heading, show_error
+from .preferences import PreferencesDialog, apply_memory_preference
 from .wizard import ImportWizard
+from .workers import Task
 
 STEPS = ["① Data", "② Configure", "③ Compare", "④ Plan", "⑤ Release"]
 PAGE_KEYS = list(guidance.PAGES)  # the steps' keys, in the same order
@@ -90,7 +93,8 @@ class DataPage(QWidget):
         if data is None:
             return
         source = data.source
-        self.title.setText(f"{data.describe()} — read as {source.get('format')} from {Path(source.get('path', '')).name}")
+        where = Path(source["path"]).name if source.get("path") else source.get("sql", "")
+        self.title.setText(f"{data.describe()} — read as {source.get('format')} from {where}")
         self.summary.show_dataset(data)
 
 
@@ -98,7 +102,9 @@ class MainWindow(QMainWindow):
     def __init__(self):
         super().__init__()
         self.state = AppState()
+        self.project_task: Task | None = None  # reading a project's data file
         self.settings = QSettings(str(user_data_dir() / "settings.ini"), QSettings.IniFormat)
+        apply_memory_preference(self.settings)
         self.setAcceptDrops(True)
         first = fitted_geometry(self.screen().availableGeometry())
         self.resize(first.size())
@@ -180,6 +186,8 @@ class MainWindow(QMainWindow):
         self.recent_menu = file_menu.addMenu("&Recent files")
         self._fill_recent()
         file_menu.addSeparator()
+        self._action(file_menu, "&Preferences…", lambda: PreferencesDialog(self.settings, self).exec(),
+                     QKeySequence.Preferences)
         self._action(file_menu, "&Quit", self.close, QKeySequence.Quit)
         go = self.menuBar().addMenu("&Go")
         for i, text in enumerate(STEPS):
@@ -210,7 +218,8 @@ class MainWindow(QMainWindow):
         if wizard.exec() and wizard.dataset is not None:
             name, declaration = wizard.publication()
             self.state.set_dataset(wizard.dataset, wizard.settings(), name, declaration)
-            self._remember(wizard.settings()["path"])
+            if "path" in wizard.settings():  # a database query is not a recent file
+                self._remember(wizard.settings()["path"])
             self.statusBar().showMessage(f"Loaded {wizard.dataset.describe()}.", MESSAGE_SECONDS * 1000)
             return True
         return False
@@ -232,14 +241,37 @@ class MainWindow(QMainWindow):
                 return
         try:
             project = Project.load(path)
-            data = project.load_data()
         except DpdeskError as error:
             show_error(self, error)
             return
-        settings = {"path": project.data["path"], "format": project.data.get("format", "auto"),
-                    **project.data.get("options", {})}
+        if self.project_task is not None and self.project_task.running:
+            return
+        # the project's data file is read on a worker, with progress and Cancel (never in the GUI thread)
+        dialog = QProgressDialog(f"Reading the data of {Path(path).name}…", "Cancel", 0, 1000, self)
+        dialog.setWindowTitle("Opening the project")
+        dialog.setWindowModality(Qt.WindowModal)
+        dialog.setMinimumDuration(400)
+        dialog.setAutoClose(False)
+        dialog.setAutoReset(False)
+        task = Task(project.load_data, parent=self)
+        task.progress.connect(lambda fraction, message: (dialog.setValue(int(fraction * 1000)),
+                                                        dialog.setLabelText(message or dialog.labelText())))
+        task.succeeded.connect(lambda data: self._project_opened(project, path, data))
+        task.failed.connect(lambda error, details: show_error(self, error, details))
+        task.cancelled.connect(lambda: self.statusBar().showMessage(f"Opening {Path(path).name} was cancelled."))
+        task.finished.connect(dialog.close)
+        dialog.canceled.connect(task.cancel)
+        self.project_task = task
+        task.start()
+
+    def _project_opened(self, project: Project, path, data) -> None:
+        if self.project_task is not None and self.project_task.token.cancelled:
+            return
+        settings = {**{k: project.data[k] for k in ("path", "sql", "query") if k in project.data},
+                    "format": project.data.get("format", "auto"), **project.data.get("options", {})}
         self.state.apply_project(project)
-        self.state.set_dataset(data, settings, self.state.dataset_name or default_dataset_name(settings["path"]),
+        self.state.set_dataset(data, settings,
+                               self.state.dataset_name or default_dataset_name(settings.get("path") or data.name),
                                self.state.domain_declaration)
         self.state.project_path = Path(path)
         self.state.dirty = False
@@ -330,7 +362,8 @@ class MainWindow(QMainWindow):
             self.ledger_label.setText(f"<b>Budget ledger</b><br>{error}")
             return
         cap = f"of cap {status.cap:g}" if status.cap is not None else "(no cap)"
-        self.ledger_label.setText(f"<b>Budget ledger</b><br>{self.state.dataset_name}: ε used {status.spent:.3g} {cap}")
+        self.ledger_label.setText(f"<b>Budget ledger</b><br>{self.state.dataset_name}: ε used {status.spent:.3g} {cap}"
+                                  f"<br>{spent_in_words(status.spent)}")
 
     def show_about(self) -> None:
         QMessageBox.about(self, "About dpdesk",

@@ -189,9 +189,12 @@ class ReleasePage(QWidget):
         state.epsilon_changed.connect(lambda e: self.epsilon.setValue(e))
         state.release_changed.connect(self._show_release)
         state.comparison_changed.connect(self.update_choice)
+        state.config_changed.connect(self.update_choice)
         state.dataset_changed.connect(self._forget_choice)
+        self.mechanism.currentIndexChanged.connect(self.update_choice)
         self._choice_edited = False
         self._setting_choice = False
+        self._recommendation_seen = None  # the last "Use the recommendation" this page has followed
         self.chosen.currentTextChanged.connect(self._choice_changed)
         self.epsilon.setValue(state.epsilon)
         self.rebuild()
@@ -212,15 +215,26 @@ class ReleasePage(QWidget):
         self.observed.setText("dpdesk observed: " + observed_choice(runs) + ". The report gives both.")
         if self._choice_edited:
             return
+        used = self.state.recommendation_used
+        recommended = used["chosen_how"] if used and used["mechanism"] == self.mechanism.currentData() else None
+        statement = stated_default(runs, recommended)
         self._setting_choice = True
         try:
-            self.chosen.setCurrentIndex(max(self.chosen.findText(stated_default(runs)), 0))
+            index = self.chosen.findText(statement)
+            if index >= 0:
+                self.chosen.setCurrentIndex(index)
+            else:  # the recommendation's own sentence, with the facts it came from
+                self.chosen.setEditText(statement)
+                self.chosen.lineEdit().setCursorPosition(0)  # a long sentence: show its beginning
         finally:
             self._setting_choice = False
 
     # -- choices -------------------------------------------------------------------------
     def rebuild(self) -> None:
         current = self.mechanism.currentData() or self.state.release_choice.get("mechanism")
+        used = self.state.recommendation_used
+        if used is not None and used is not self._recommendation_seen:  # just chosen on the Configure page
+            current, self._recommendation_seen = used["mechanism"], used
         self.mechanism.blockSignals(True)
         self.mechanism.clear()
         for configuration in self.state.enabled():

@@ -32,6 +32,7 @@ class AppState(QObject):
     release_changed = Signal()
     ledger_changed = Signal()
     exported = Signal()  # the current release was written to files
+    publication_changed = Signal()  # who the data is about, or how its published list is declared
 
     def __init__(self) -> None:
         super().__init__()
@@ -41,6 +42,12 @@ class AppState(QObject):
         self.import_settings: dict = {}
         self.configurations: dict[str, Configuration] = {}
         self.bound: int | None = None
+        self.bound_proposed = False  # True while Δ is the recommendation's proposal, not the steward's own
+        # the steward's statement of about how many items a typical person holds (a declaration,
+        # never read from the data): the recommendation and the synthetic stand-in use it
+        self.typical_row_length: float | None = None
+        # {"mechanism": id, "chosen_how": sentence} once "Use the recommendation" was pressed
+        self.recommendation_used: dict | None = None
         self.epsilon: float = math.log(2)
         self.compare_settings: dict = {"epsilons": [0.1, 0.4, math.log(2), 1.1, 2.0], "repeats": 10, "seed": 1}
         self.comparison = None
@@ -71,6 +78,7 @@ class AppState(QObject):
         self.release = None
         self.release_files = {}
         self.exported_to = None
+        self.recommendation_used = None  # it was for the facts of the data before
         kind = dataset.kind
         self.configurations = {m.id: c for m, c in ((registry.get(k), c) for k, c in self.configurations.items())
                                if m.data_kind == kind}
@@ -111,8 +119,24 @@ class AppState(QObject):
 
     def set_bound(self, bound: int | None) -> None:
         self.bound = bound
+        self.bound_proposed = False  # the steward's own declaration from now on
         self.dirty = True
         self.config_changed.emit()
+
+    def set_typical_row_length(self, length: float | None) -> None:
+        self.typical_row_length = length
+        self.dirty = True
+        self.config_changed.emit()
+
+    def use_recommendation(self, mechanism_id: str, params: dict, chosen_how: str) -> None:
+        """Tick the recommended mechanism with its parameters (a proposed Δ becomes the declared bound)
+        and remember how it was chosen, for the Release page's statement."""
+        params = dict(params)
+        bound = params.pop("bound", None)
+        if bound is not None and (self.bound is None or self.bound_proposed):
+            self.bound, self.bound_proposed = int(bound), True
+        self.recommendation_used = {"mechanism": mechanism_id, "chosen_how": chosen_how}
+        self.set_configuration(mechanism_id, enabled=True, **params)
 
     def set_epsilon(self, epsilon: float) -> None:
         if abs(epsilon - self.epsilon) > 1e-12:
@@ -140,6 +164,7 @@ class AppState(QObject):
         """Change who the data is about and how the published list is declared."""
         self.dataset_name, self.domain_declaration = name, declaration
         self.dirty = True
+        self.publication_changed.emit()
         self.ledger_changed.emit()
         self.release_changed.emit()
 
@@ -158,15 +183,18 @@ class AppState(QObject):
     # -- projects ----------------------------------------------------------------------
     def to_project(self) -> Project:
         data = {}
-        if self.import_settings.get("path"):
-            options = {k: v for k, v in self.import_settings.items() if k not in ("path", "format")}
-            data = {"path": self.import_settings["path"], "format": self.import_settings.get("format", "auto"),
-                    "options": options}
+        where = ("path",) if self.import_settings.get("path") else ("sql", "query") \
+            if self.import_settings.get("sql") else ()
+        if where:
+            options = {k: v for k, v in self.import_settings.items() if k not in (*where, "format")}
+            data = {**{k: self.import_settings[k] for k in where},
+                    "format": self.import_settings.get("format", "auto"), "options": options}
         mechanisms = [{"mechanism": c.mechanism, "params": self.params_for(c.mechanism), "enabled": c.enabled}
                       for c in self.configurations.values()]
         compare = dict(self.compare_settings)
         compare["epsilon"] = self.epsilon
         compare["bound"] = self.bound
+        compare["typical_row_length"] = self.typical_row_length
         compare["runs"] = list(self.comparison_runs)  # read by `dpdesk release --project` for the report
         release = dict(self.release_choice)
         if self.dataset_name:
@@ -186,6 +214,8 @@ class AppState(QObject):
         self.epsilon = float(compare.pop("epsilon", self.epsilon))
         bound = compare.pop("bound", None)
         self.bound = int(bound) if bound is not None else None
+        length = compare.pop("typical_row_length", None)
+        self.typical_row_length = float(length) if length is not None else None
         self.compare_settings.update({k: v for k, v in compare.items() if k in ("epsilons", "repeats", "seed")})
         self.comparison_runs = list(compare.get("runs") or [])
         self._runs_from_project = True

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.exporters  # noqa: F401  (registers the exporters)
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton,
-                               QSizePolicy, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+                               QSizePolicy, QTableView, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ..errors import DpdeskError
 from . import theme
@@ -152,6 +152,83 @@ def fill_table(table: QTableWidget, headers: list[str], rows: list[list]) -> Non
     table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
 
 
+class RowsModel(QAbstractTableModel):
+    """Rows of values shown as :func:`fill_table` shows them, formatted only when a row is drawn."""
+
+    def __init__(self):
+        super().__init__()
+        self.headers: list[str] = []
+        self.rows: list[list] = []
+
+    def set_rows(self, headers: list[str], rows: list[list]) -> None:
+        self.beginResetModel()
+        self.headers, self.rows = list(headers), rows
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()):  # noqa: N802 - Qt API
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent=QModelIndex()):  # noqa: N802
+        return 0 if parent.isValid() else len(self.headers)
+
+    def data(self, index, role=Qt.DisplayRole):
+        if not index.isValid():
+            return None
+        row = self.rows[index.row()]
+        value = row[index.column()] if index.column() < len(row) else ""
+        number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+        if role == Qt.DisplayRole:
+            return _fmt(value)
+        if role == Qt.TextAlignmentRole and number:
+            return int(Qt.AlignRight | Qt.AlignVCenter)
+        if role == Qt.UserRole and number:
+            return float(value)
+        return None
+
+    def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802
+        if role == Qt.DisplayRole and orientation == Qt.Horizontal and section < len(self.headers):
+            return self.headers[section]
+        return None
+
+
+class RowsView(QTableView):
+    """A read-only table of many rows: filling it costs nothing per row (a QTableWidget makes an item
+    per cell in the GUI thread, about 40 µs each: 40,000 rows would freeze the window for seconds)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.rows_model = RowsModel()
+        self.setModel(self.rows_model)
+        self.setEditTriggers(QTableView.NoEditTriggers)
+        # column widths from the first rows only, and only when the table is shown (not on every refill)
+        self.horizontalHeader().setResizeContentsPrecision(100)
+        self._sized = False
+
+    def set_rows(self, headers: list[str], rows: list[list]) -> None:
+        self.rows_model.set_rows(headers, rows)
+        self._sized = False
+        if self.isVisible():
+            self._size_columns()
+
+    def _size_columns(self) -> None:
+        if not self._sized:
+            self._sized = True
+            self.resizeColumnsToContents()
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().showEvent(event)
+        self._size_columns()
+
+    def rowCount(self) -> int:  # noqa: N802 - as QTableWidget
+        return self.rows_model.rowCount()
+
+    def columnCount(self) -> int:  # noqa: N802
+        return self.rows_model.columnCount()
+
+    def text(self, row: int, column: int) -> str:
+        return self.rows_model.data(self.rows_model.index(row, column)) or ""
+
+
 def _fmt(value) -> str:
     if isinstance(value, (float, np.floating)):
         if not np.isfinite(value):
@@ -199,13 +276,26 @@ class DataSummaryView(QWidget):
             self.histogram.addItem(pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=counts, brush=colour(0)))
 
 
+class OutsideLegend(pg.LegendItem):
+    """A legend that its plot's layout places beside the plot area, never over the curves."""
+
+    def updateSize(self) -> None:  # noqa: N802 - pyqtgraph API
+        # pyqtgraph's own version moves the legend to (0, 0) of its parent; here the parent's
+        # layout places it, so the legend only states the size its entries need
+        hint = self.layout.effectiveSizeHint(Qt.PreferredSize)
+        self.setMinimumSize(hint)
+        self.setMaximumSize(hint)
+        self.updateGeometry()
+
+
 class PlotPanel(QFrame):
     """A titled pyqtgraph plot with a plain-words caption, hover read-out, PNG/SVG export and
     a table of the plotted numbers (for screen readers and for copying)."""
 
     exported = Signal(str)
 
-    def __init__(self, title: str, caption: str = "", x_label: str = "", y_label: str = "", parent=None):
+    def __init__(self, title: str, caption: str = "", x_label: str = "", y_label: str = "", parent=None, *,
+                 legend_outside: bool = False):
         super().__init__(parent)
         self.setFrameShape(QFrame.StyledPanel)
         self.title = title
@@ -228,7 +318,15 @@ class PlotPanel(QFrame):
         self.plot.setAccessibleName(f"Plot: {title}")
         self.plot.setMinimumHeight(220)
         self.plot.showGrid(x=True, y=True, alpha=0.25)
-        self.legend = self.plot.addLegend(offset=(-10, 10))
+        if legend_outside:
+            item = self.plot.getPlotItem()
+            self.legend = OutsideLegend()
+            item.layout.addItem(self.legend, 2, 3)  # right of the plot area and its right axis
+            item.layout.setAlignment(self.legend, Qt.AlignTop | Qt.AlignLeft)
+            item.layout.setColumnSpacing(2, 8)  # a gap between the plot area and the legend
+            item.legend = self.legend  # where PlotItem.addItem registers named curves
+        else:
+            self.legend = self.plot.addLegend(offset=(-10, 10))
         self.plot.apply_palette()  # the legend too
         if x_label:
             self.plot.setLabel("bottom", x_label)
@@ -240,8 +338,7 @@ class PlotPanel(QFrame):
         layout.addWidget(self.readout)
         self.caption = explanation(caption)
         layout.addWidget(self.caption)
-        self.table = QTableWidget()
-        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table = RowsView()  # lazy: a plot of 40,000 items has 40,000 rows of numbers
         self.table.setVisible(False)
         self.table.setMinimumHeight(160)
         self.table.setAccessibleName(f"Numbers of the plot {title}")
@@ -258,6 +355,7 @@ class PlotPanel(QFrame):
         self.legend.clear()
         self._series = []
         self._items = {}
+        self._shown = {}
         self.readout.setText(" ")
 
     def set_series(self, name: str, x, y, index: int, *, band=None) -> None:
@@ -268,6 +366,14 @@ class PlotPanel(QFrame):
             return
         curve, lower, upper = items[name]
         x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        shown = getattr(self, "_shown", {})
+        key = (x, y) if band is None else (x, y, *(np.asarray(b, dtype=float) for b in band))
+        previous = shown.get(name)
+        if previous is not None and len(previous) == len(key) and all(
+                a.shape == b.shape and np.array_equal(a, b, equal_nan=True) for a, b in zip(previous, key)):
+            return  # unchanged (results stream in one mechanism at a time): no redraw of this curve
+        shown[name] = key
+        self._shown = shown
         curve.setData(x, y)
         if band is not None and lower is not None:
             low, high = (np.asarray(b, dtype=float) for b in band)
@@ -303,7 +409,7 @@ class PlotPanel(QFrame):
         self.caption.setText(text)
 
     def set_table(self, headers: list[str], rows: list[list]) -> None:
-        fill_table(self.table, headers, rows)
+        self.table.set_rows(headers, rows)
 
     def series_table(self) -> tuple[list[str], list[list]]:
         rows = [[name, x, y] for name, xs, ys in self._series for x, y in zip(xs, ys)]

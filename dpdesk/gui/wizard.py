@@ -4,18 +4,18 @@ about and where the published list of items comes from."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QCheckBox, QComboBox, QFileDialog, QFormLayout,
-                               QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QProgressBar,
-                               QPushButton, QRadioButton, QStackedWidget, QTableWidget, QVBoxLayout, QWidget,
-                               QWizard, QWizardPage)
+from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QCheckBox, QComboBox, QDialog, QDialogButtonBox,
+                               QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QListWidget,
+                               QListWidgetItem, QPlainTextEdit, QProgressBar, QPushButton, QRadioButton,
+                               QStackedWidget, QTableWidget, QVBoxLayout, QWidget, QWizard, QWizardPage)
 
 from ..data import load
-from ..data.detect import DELIMITER_NAMES, FORMATS, preview, sniff
-from ..data.textio import read_raw
-from ..errors import DpdeskError
+from ..data.detect import DELIMITER_NAMES, FORMATS, look, preview_table, sheet_sniffed
+from ..engine.sql import database_record, load_sql, look_sql
 from ..paths import sample_path
 from .publication import PublicationPage
 from .widgets import Banner, DataSummaryView, error_text, explanation, fill_table
@@ -28,10 +28,86 @@ FORMAT_NAMES = {
     "records": "Records — one row per person with attributes (e.g. census microdata)",
     "cells": "Count table — attribute columns and a count column",
 }
+#: columns the format page's preview shows (the rest are counted in a last column)
+PREVIEW_COLUMNS = 40
+#: columns offered as a matrix's identifier (it is one of the first, if there is one)
+ID_CHOICES = 200
 DELIMITERS = [(",", "Comma ,"), ("\t", "Tab"), (";", "Semicolon ;"), ("|", "Pipe |"), (None, "Spaces")]
 ENCODINGS = [("auto", "Detect automatically"), ("utf-8", "UTF-8"), ("utf-8-sig", "UTF-8 with BOM"),
              ("latin-1", "Latin-1 (ISO-8859-1)"), ("cp1252", "Windows-1252")]
-FILE_FILTER = ("Data files (*.dat *.csv *.tsv *.txt *.data *.parquet *.gz);;All files (*)")
+FILE_FILTER = ("Data files (*.dat *.csv *.tsv *.txt *.data *.parquet *.gz *.xlsx *.xlsm *.sav *.zsav *.dta *.sas7bdat "
+               "*.xpt);;Text files (*.dat *.csv *.tsv *.txt *.data *.gz);;Excel workbooks (*.xlsx *.xlsm);;"
+               "SPSS, Stata and SAS files (*.sav *.zsav *.dta *.sas7bdat *.xpt);;Parquet (*.parquet);;All files (*)")
+
+
+DATABASE_FORMATS = ("pairs", "records", "cells")  # a query's result is a table
+
+
+def database_label(url: str) -> str:
+    """What the path field shows for a database source (never a password)."""
+    return "database: " + database_record(url, "")["sql"]
+
+
+class DatabaseDialog(QDialog):
+    """The database to read and the query whose result is the data."""
+
+    def __init__(self, parent=None, url: str = "", query: str = ""):
+        super().__init__(parent)
+        self.setWindowTitle("Read from a database")
+        layout = QVBoxLayout(self)
+        layout.addWidget(explanation(
+            "dpdesk reads the result of one query, as it would read a table file: one row per (person, item) "
+            "pair, one record per person, or attribute values with their counts. A <b>SQLite</b> file: "
+            "<i>sqlite:///path/to/file.db</i> (or choose the file). <b>PostgreSQL</b>: "
+            "<i>postgresql://user@host:5432/database</i>; a password is better kept in the PGPASSWORD setting or "
+            "a .pgpass file than in the address (dpdesk never saves it). The database is only read."))
+        form = QFormLayout()
+        row = QHBoxLayout()
+        self.url_edit = QLineEdit(url)
+        self.url_edit.setPlaceholderText("sqlite:///path/to/file.db or postgresql://user@host/database")
+        self.url_edit.setAccessibleName("Database address")
+        browse = QPushButton("SQLite file…")
+        browse.clicked.connect(self._browse)
+        row.addWidget(self.url_edit, 1)
+        row.addWidget(browse)
+        form.addRow("Database:", row)
+        self.query_edit = QPlainTextEdit(query)
+        self.query_edit.setPlaceholderText("SELECT person_id, item FROM purchases")
+        self.query_edit.setAccessibleName("Query that selects the data")
+        form.addRow("Query:", self.query_edit)
+        layout.addLayout(form)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        layout.addWidget(self.buttons)
+        for signal in (self.url_edit.textChanged, self.query_edit.textChanged):
+            signal.connect(self._check)
+        self._check()
+        self.resize(640, 360)
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Choose a SQLite database", str(Path.home()),
+                                              "SQLite databases (*.db *.sqlite *.sqlite3);;All files (*)")
+        if path:
+            self.url_edit.setText(f"sqlite:///{path}")
+
+    def _check(self) -> None:
+        self.buttons.button(QDialogButtonBox.Ok).setEnabled(bool(self.url()) and bool(self.query()))
+
+    def url(self) -> str:
+        return self.url_edit.text().strip()
+
+    def query(self) -> str:
+        return self.query_edit.toPlainText().strip()
+
+
+def _file_key(path: Path):
+    """What identifies the file as it is now (a changed or replaced file is looked at again)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return str(path), info.st_mtime_ns, info.st_size
 
 
 class FilePage(QWizardPage):
@@ -43,7 +119,8 @@ class FilePage(QWizardPage):
         layout = QVBoxLayout(self)
         row = QHBoxLayout()
         self.path = QLineEdit()
-        self.path.setPlaceholderText("Path of a data file (.dat, .csv, .tsv, .parquet, possibly .gz)")
+        self.path.setPlaceholderText("Path of a data file (.dat, .csv, .tsv, .xlsx, .sav, .dta, .sas7bdat, .xpt, "
+                                     ".parquet, possibly .gz)")
         self.path.setAccessibleName("Data file path")
         browse = QPushButton("Browse…")
         browse.setAccessibleName("Browse for a data file")
@@ -52,43 +129,141 @@ class FilePage(QWizardPage):
         layout.addLayout(row)
         sample = QPushButton("Use the sample dataset (Groceries: 9,835 baskets)")
         sample.setAccessibleName("Use the bundled sample dataset")
-        layout.addWidget(sample, 0, Qt.AlignLeft)
+        database = QPushButton("Read from a database (SQLite, PostgreSQL)…")
+        database.setAccessibleName("Read the data from a database query")
+        buttons = QHBoxLayout()
+        buttons.addWidget(sample)
+        buttons.addWidget(database)
+        buttons.addStretch(1)
+        layout.addLayout(buttons)
+        self.database_button = database
         layout.addWidget(explanation(
             "dpdesk reads <b>transaction files</b> (one person per line, e.g. <i>retail.dat</i>), <b>pairs</b> "
             "(person, item), <b>0/1 matrices</b>, <b>records</b> (one row per person with attributes, e.g. "
-            "census microdata) and <b>count tables</b>. Compressed <i>.gz</i> files are fine."))
+            "census microdata) and <b>count tables</b>, as text (CSV, TSV; compressed <i>.gz</i> is fine), "
+            "<b>Excel</b> workbooks (.xlsx), <b>SPSS</b> (.sav), <b>Stata</b> (.dta), <b>SAS</b> (.sas7bdat, .xpt) "
+            "and Parquet files."))
+        row = QHBoxLayout()
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 0)  # busy: opening a workbook takes as long as it takes
+        self.progress.setAccessibleName("Looking at the file")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setAccessibleName("Stop looking at the file")
+        row.addWidget(self.progress, 1)
+        row.addWidget(self.cancel_button)
+        layout.addLayout(row)
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        layout.addWidget(self.status)
         self.problem = Banner("", "danger")
         self.problem.setVisible(False)
         layout.addWidget(self.problem)
         layout.addStretch(1)
+        self._busy(False)
         browse.clicked.connect(self._browse)
         sample.clicked.connect(lambda: self.path.setText(str(sample_path())))
+        database.clicked.connect(self._choose_database)
+        self.cancel_button.clicked.connect(self.cancel)
         self.path.textChanged.connect(self._changed)
         self.registerField("path*", self.path)
+        self.task = None
+        self._looked = None  # (file key, Sniffed) of the last file looked at
+        self._advance = False
 
     def _browse(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Choose a data file", str(Path.home()), FILE_FILTER)
         if path:
             self.path.setText(path)
 
+    def _choose_database(self) -> None:
+        dialog = DatabaseDialog(self, *(self.owner.database or ("", "")))
+        if dialog.exec():
+            self.use_database(dialog.url(), dialog.query())
+
+    def use_database(self, url: str, query: str) -> None:
+        """Read a query's result instead of a file (the path field then says so)."""
+        self.owner.database = (url, query)
+        self._looked = None
+        self.path.setText(database_label(url))
+
     def _changed(self) -> None:
         self.problem.setVisible(False)
+        self.cancel()
+        if self.owner.database is not None and self.path.text() != database_label(self.owner.database[0]):
+            self.owner.database = None  # the steward typed a file name instead
         self.completeChanged.emit()
 
+    def _busy(self, busy: bool) -> None:
+        for widget in (self.progress, self.cancel_button):
+            widget.setVisible(busy)
+        self.cancel_button.setEnabled(busy)
+
+    @property
+    def looking(self) -> bool:
+        return self.task is not None and self.task.running
+
     def isComplete(self) -> bool:
-        return bool(self.path.text().strip())
+        return bool(self.path.text().strip()) and not self.looking
+
+    def cancel(self) -> None:
+        if self.looking:
+            self.task.cancel()
+        self._advance = False
 
     def validatePage(self) -> bool:
-        path = Path(self.path.text().strip()).expanduser()
-        try:
-            raw = read_raw(path)
-            sniffed = sniff(path, raw=raw)
-        except DpdeskError as error:
-            self.problem.setText(str(error))
-            self.problem.setVisible(True)
-            return False
-        self.owner.raw, self.owner.sniffed, self.owner.path = raw, sniffed, path
-        return True
+        """Next: the file is looked at on a worker (its first rows only); the page moves on when it is done."""
+        if self.owner.database is not None:
+            path, key = None, ("database",) + tuple(self.owner.database)
+        else:
+            path = Path(self.path.text().strip()).expanduser()
+            key = _file_key(path)
+        if self._looked is not None and key is not None and self._looked[0] == key:
+            self.owner.sniffed, self.owner.path = self._looked[1], path
+            return True
+        if not self.looking:
+            self._look(path, key)
+        return False
+
+    def _look(self, path: Path | None, key) -> None:
+        self.problem.setVisible(False)
+        self._busy(True)
+        self._advance = False
+        if path is None:  # a database query: its columns and first rows
+            self.status.setText("Running the query for its first rows…")
+            self.task = Task(look_sql, *self.owner.database, parent=self)
+        else:
+            self.status.setText(f"Looking at {path.name}…")
+            self.task = Task(look, path, parent=self)
+        self.task.progress.connect(lambda fraction, message: self.status.setText(message or self.status.text()))
+        self.task.succeeded.connect(lambda sniffed: self._looked_at(key, sniffed))
+        self.task.failed.connect(self._failed)
+        self.task.cancelled.connect(lambda: self.status.setText("Stopped. Press Next to look at the file again."))
+        self.task.finished.connect(self._finished)
+        self.task.start()
+        self.completeChanged.emit()
+
+    def _looked_at(self, key, sniffed) -> None:
+        if self.task is not None and self.task.token.cancelled:
+            return
+        self._looked = (key, sniffed)
+        self.status.setText("")
+        self._advance = key is not None
+
+    def _failed(self, error, details: str) -> None:
+        self.problem.setText(str(error))
+        self.problem.setVisible(True)
+        self.status.setText("")
+        if details:
+            import logging
+
+            logging.getLogger("dpdesk.gui").error("looking at the file failed\n%s", details)
+
+    def _finished(self) -> None:
+        self._busy(False)
+        self.completeChanged.emit()
+        if self._advance and self.wizard() is not None and self.wizard().currentPage() is self:
+            self._advance = False
+            self.wizard().next()
 
 
 class FormatPage(QWizardPage):
@@ -109,17 +284,22 @@ class FormatPage(QWizardPage):
         self.encoding = QComboBox()
         for value, label in ENCODINGS:
             self.encoding.addItem(label, value)
+        self.sheet = QComboBox()
+        self.sheet_label = QLabel("Sheet:")
+        form.addRow(self.sheet_label, self.sheet)
         form.addRow("Layout:", self.format)
         form.addRow("Separator:", self.delimiter)
         form.addRow("", self.header)
         form.addRow("Text encoding:", self.encoding)
         for widget, name in ((self.format, "File layout"), (self.delimiter, "Field separator"),
-                             (self.header, "Header line"), (self.encoding, "Text encoding")):
+                             (self.header, "Header line"), (self.encoding, "Text encoding"),
+                             (self.sheet, "Sheet of the workbook")):
             widget.setAccessibleName(name)
         layout.addLayout(form)
+        self.form = form
         self.detected = explanation("")
         layout.addWidget(self.detected)
-        layout.addWidget(QLabel("Preview of the first lines as they will be read:"))
+        layout.addWidget(QLabel("Preview of the first rows as they will be read:"))
         self.table = QTableWidget()
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.table.setAccessibleName("Preview of the file")
@@ -128,19 +308,64 @@ class FormatPage(QWizardPage):
                        self.encoding.currentIndexChanged):
             signal.connect(self.refresh)
         self.header.toggled.connect(self.refresh)
+        self.sheet.currentIndexChanged.connect(self._sheet_chosen)
+        self._filling = False
 
     def initializePage(self) -> None:
         sniffed = self.owner.sniffed
+        self._filling = True
+        self.sheet.clear()
+        for name in sniffed.sheets:
+            self.sheet.addItem(name, name)
+        self._set(self.sheet, sniffed.sheet)
+        self._filling = False
+        for index in range(self.format.count()):  # a query's result is a table: no baskets or 0/1 matrix
+            allowed = sniffed.kind != "database" or self.format.itemData(index) in DATABASE_FORMATS
+            self.format.model().item(index).setEnabled(allowed)
+        self.form.setRowVisible(self.sheet, sniffed.kind == "xlsx")
+        self.form.setRowVisible(self.header, not sniffed.named_columns)  # SPSS, Stata, SAS, Parquet name theirs
+        self._show_guess(sniffed)
+        self._set(self.encoding, "auto")
+        for widget in (self.delimiter, self.encoding):  # a workbook or a data file has neither
+            widget.setEnabled(not sniffed.binary)
+            self.form.setRowVisible(widget, not sniffed.binary)
+        self.header.setText("The first row holds column names" if sniffed.kind == "xlsx"
+                            else "The first line holds column names")
+        self.refresh()
+
+    def _show_guess(self, sniffed) -> None:
+        self._filling = True
         self._set(self.format, sniffed.format)
         self._set(self.delimiter, sniffed.delimiter)
         self.header.setChecked(sniffed.header)
-        self._set(self.encoding, "auto")
-        self.detected.setText(f"Detected: <b>{sniffed.describe()}</b>; separator: "
-                              f"{DELIMITER_NAMES.get(sniffed.delimiter, repr(sniffed.delimiter))}; "
-                              f"header: {'yes' if sniffed.header else 'no'}; encoding: {sniffed.encoding}.")
-        parquet = sniffed.parquet
-        for widget in (self.delimiter, self.header, self.encoding):
-            widget.setEnabled(not parquet)
+        self._filling = False
+        if sniffed.kind == "database":
+            text = (f"The query returns <b>{len(sniffed.columns)}</b> columns "
+                    f"({', '.join(sniffed.columns[:6])}{', …' if len(sniffed.columns) > 6 else ''}); "
+                    f"read as <b>{sniffed.describe()}</b>")
+        elif sniffed.binary:
+            where = f" (sheet '{sniffed.sheet}')" if sniffed.kind == "xlsx" else ""
+            article, name = sniffed.a_kind.split(" ", 1)
+            text = f"Detected: {article} <b>{name}</b> file{where}; <b>{sniffed.describe()}</b>"
+            if sniffed.kind == "xlsx":
+                text += f"; header: {'yes' if sniffed.header else 'no'}"
+            if sniffed.n_rows:
+                text += f"; {sniffed.n_rows:,} rows"
+        else:
+            text = (f"Detected: <b>{sniffed.describe()}</b>; separator: "
+                    f"{DELIMITER_NAMES.get(sniffed.delimiter, repr(sniffed.delimiter))}; "
+                    f"header: {'yes' if sniffed.header else 'no'}; encoding: {sniffed.encoding}")
+        notes = "".join(f"<br>Note: {note}." for note in sniffed.notes)
+        self.detected.setText(text + "." + notes)
+
+    def _sheet_chosen(self) -> None:
+        """Another sheet of the workbook: its layout guessed again from the rows already read."""
+        sniffed = self.owner.sniffed
+        name = self.sheet.currentData()
+        if self._filling or sniffed is None or sniffed.kind != "xlsx" or name is None or name == sniffed.sheet:
+            return
+        self.owner.sniffed = sheet_sniffed(sniffed.sheets, sniffed.sheet_rows, name)
+        self._show_guess(self.owner.sniffed)
         self.refresh()
 
     @staticmethod
@@ -151,22 +376,34 @@ class FormatPage(QWizardPage):
 
     def settings(self) -> dict:
         return {"format": self.format.currentData(), "delimiter": self.delimiter.currentData(),
-                "header": self.header.isChecked(), "encoding": self.encoding.currentData()}
+                "header": self.header.isChecked(), "encoding": self.encoding.currentData(),
+                "sheet": self.sheet.currentData()}
 
     def refresh(self) -> None:
-        if self.owner.raw is None:
+        """The preview, from the first rows read on the file page (never the whole file)."""
+        sniffed = self.owner.sniffed
+        if sniffed is None or self._filling:
             return
         s = self.settings()
-        sniffed = self.owner.sniffed
         encoding = sniffed.encoding if s["encoding"] == "auto" else s["encoding"]
-        delimiter = s["delimiter"]
-        self.header.setEnabled(s["format"] != "transactions" and not sniffed.parquet)
-        header = s["header"] and s["format"] != "transactions"
-        columns, rows = preview(self.owner.raw, delimiter=delimiter, header=header, encoding=encoding,
-                                parquet=sniffed.parquet)
+        workbook = sniffed.kind == "xlsx"
+        self.header.setEnabled(workbook or (s["format"] != "transactions" and not sniffed.binary))
+        header = s["header"] and (s["format"] != "transactions" or workbook)
+        columns, rows = preview_table(sniffed, delimiter=s["delimiter"], header=header, encoding=encoding,
+                                      sheet=s["sheet"])
         if s["format"] == "transactions":
-            columns = [f"item {k + 1}" for k in range(max((len(r) for r in rows), default=0))]
-        fill_table(self.table, columns, [[*r, *[""] * (len(columns) - len(r))] for r in rows])
+            rows = [[v for v in r if v != ""] for r in rows] if workbook else rows
+            shown = [f"item {k + 1}" for k in range(max((len(r) for r in rows), default=0))]
+            columns = []  # nothing to map: each entry is an item
+        else:
+            shown = columns
+        # a preview is for the eyes: a basket of 2,500 items or a matrix of 16,000 columns shows its first
+        # PREVIEW_COLUMNS (filling thousands of cells would hold up the window for a second)
+        more = len(shown) - PREVIEW_COLUMNS
+        if more > 0:
+            shown = shown[:PREVIEW_COLUMNS] + [f"… {more:,} more"]
+            rows = [[*r[:PREVIEW_COLUMNS], "…" if len(r) > PREVIEW_COLUMNS else ""] for r in rows]
+        fill_table(self.table, shown, [[*r, *[""] * (len(shown) - len(r))] for r in rows])
         self.owner.columns = columns
 
 
@@ -238,30 +475,36 @@ class MappingPage(QWizardPage):
         self.stack.setCurrentIndex({"transactions": 0, "pairs": 1, "matrix": 2}.get(self.fmt, 3))
         for combo in (self.person, self.item, self.value, self.id_column, self.count):
             combo.clear()
-        for k, name in enumerate(columns):
-            self.person.addItem(name, k)
-            self.item.addItem(name, k)
-        self.person.setCurrentIndex(0)
-        self.item.setCurrentIndex(min(1, len(columns) - 1))
-        self.value.addItem("(none: every row counts)", None)
-        for k, name in enumerate(columns):
-            self.value.addItem(name, k)
+        self.attributes.clear()
+        # only the widgets of this layout are filled: a wide file has thousands of columns
+        if self.fmt == "pairs":
+            for k, name in enumerate(columns):
+                self.person.addItem(name, k)
+                self.item.addItem(name, k)
+            self.person.setCurrentIndex(0)
+            self.item.setCurrentIndex(min(1, len(columns) - 1))
+            self.value.addItem("(none: every row counts)", None)
+            for k, name in enumerate(columns):
+                self.value.addItem(name, k)
         self.id_column.addItem("Detect automatically", "auto")
         self.id_column.addItem("(none: every column is an item)", None)
-        for k, name in enumerate(columns):
-            self.id_column.addItem(name, k)
-        for k, name in enumerate(columns):
-            self.count.addItem(name, k)
-        self.attributes.clear()
+        if self.fmt == "matrix":
+            for k, name in enumerate(columns[:ID_CHOICES]):
+                self.id_column.addItem(name, k)
         count_guess = next((k for k, c in enumerate(columns) if c.strip().lower() in ("count", "n", "freq", "frequency")),
                            len(columns) - 1)
-        self.count.setCurrentIndex(max(0, count_guess))
-        for k, name in enumerate(columns):
-            entry = QListWidgetItem(name)
-            entry.setFlags(entry.flags() | Qt.ItemIsUserCheckable)
-            entry.setCheckState(Qt.Checked if self.fmt == "cells" and k != count_guess else Qt.Unchecked)
-            entry.setData(Qt.UserRole, k)
-            self.attributes.addItem(entry)
+        if self.fmt in ("records", "cells"):
+            for k, name in enumerate(columns):
+                self.count.addItem(name, k)
+            self.count.setCurrentIndex(max(0, count_guess))
+            self.attributes.setUpdatesEnabled(False)
+            for k, name in enumerate(columns):
+                entry = QListWidgetItem(name)
+                entry.setFlags(entry.flags() | Qt.ItemIsUserCheckable)
+                entry.setCheckState(Qt.Checked if self.fmt == "cells" and k != count_guess else Qt.Unchecked)
+                entry.setData(Qt.UserRole, k)
+                self.attributes.addItem(entry)
+            self.attributes.setUpdatesEnabled(True)
         self.count_row.setVisible(self.fmt == "cells")
         self.as_items.setVisible(self.fmt == "records")
         self.as_cells.setVisible(self.fmt == "records")
@@ -341,9 +584,15 @@ class SummaryPage(QWizardPage):
         self.cancel_button.setEnabled(True)
         self.status.setText("Reading…")
         settings = self.owner.settings()
-        path = settings.pop("path")
         fmt = settings.pop("format")
-        self.task = Task(load, path, format=fmt, parent=self, **settings)
+        if "sql" in settings:
+            settings.pop("sql")
+            url, query = self.owner.database
+            settings.pop("query")
+            self.task = Task(load_sql, url, query, fmt, parent=self, **settings)
+        else:
+            path = settings.pop("path")
+            self.task = Task(load, path, format=fmt, parent=self, **settings)
         self.task.progress.connect(self._progress)
         self.task.succeeded.connect(self._loaded)
         self.task.failed.connect(self._failed)
@@ -398,9 +647,10 @@ class ImportWizard(QWizard):
         self.setWizardStyle(QWizard.ModernStyle)
         self.setOption(QWizard.HaveHelpButton, False)
         self.setMinimumSize(820, 620)
-        self.raw = None
         self.sniffed = None
         self.path = None
+        #: (URL, query) when the data comes from a database instead of a file
+        self.database: tuple[str, str] | None = None
         self.columns: list[str] = []
         self.file_page = FilePage(self)
         self.format_page = FormatPage(self)
@@ -423,17 +673,28 @@ class ImportWizard(QWizard):
         return choice.dataset_name(), choice.declaration()
 
     def settings(self) -> dict:
+        """Where the data comes from, its layout and options (a database's URL without its password)."""
         s = self.format_page.settings()
+        sniffed = self.sniffed
+        if self.database is not None:
+            settings = {**database_record(*self.database), "format": s["format"]}
+            settings.update(self.mapping_page.options())
+            return settings
         settings = {"path": str(self.path), "format": s["format"]}
-        if s["format"] != "transactions" or s["delimiter"] != self.sniffed.delimiter:
-            settings["delimiter"] = "whitespace" if s["delimiter"] is None else s["delimiter"]
-        if s["format"] != "transactions" and not self.sniffed.parquet:
+        if not sniffed.binary:
+            if s["format"] != "transactions" or s["delimiter"] != sniffed.delimiter:
+                settings["delimiter"] = "whitespace" if s["delimiter"] is None else s["delimiter"]
+            if s["encoding"] != "auto":
+                settings["encoding"] = s["encoding"]
+        if sniffed.kind == "xlsx":
+            settings["sheet"] = s["sheet"]
             settings["header"] = s["header"]
-        if s["encoding"] != "auto":
-            settings["encoding"] = s["encoding"]
+        elif s["format"] != "transactions" and not sniffed.binary:
+            settings["header"] = s["header"]
         settings.update(self.mapping_page.options())
         return settings
 
     def reject(self) -> None:
+        self.file_page.cancel()
         self.summary_page._cancel()
         super().reject()

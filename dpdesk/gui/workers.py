@@ -8,6 +8,7 @@ checks between chunks of work.
 
 from __future__ import annotations
 
+import time
 import traceback
 from typing import Any, Callable
 
@@ -15,6 +16,24 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from ..errors import Cancelled, DpdeskError
 from ..tasks import CancelToken
+
+
+#: the shortest time between two progress signals: a core that reports every few microseconds must
+#: not flood the GUI thread's event queue (each signal is a slot call there); the end always gets through
+PROGRESS_INTERVAL = 0.05
+
+
+def _throttled(signal) -> Callable[..., None]:
+    last = [float("-inf")]
+
+    def report(fraction, message="") -> None:
+        now = time.monotonic()
+        if fraction < 1.0 and now - last[0] < PROGRESS_INTERVAL:
+            return
+        last[0] = now
+        signal.emit(float(fraction), str(message))
+
+    return report
 
 
 class _Worker(QObject):
@@ -35,7 +54,7 @@ class _Worker(QObject):
     def run(self) -> None:
         kwargs = dict(self.kwargs)
         if self.wants_progress:
-            kwargs["progress"] = lambda fraction, message="": self.progress.emit(float(fraction), str(message))
+            kwargs["progress"] = _throttled(self.progress)
             kwargs["cancel"] = self.token
         if self.wants_partial:
             kwargs["on_result"] = self.partial.emit

@@ -124,6 +124,35 @@ BOUND = Param(
     minimum=1, maximum=10**9, unit="items per person", reference="GS §2.1; docs/ARCHITECTURE.md §3", required=True, log=True)
 
 
+# What a mechanism does for the steward, in their words: lists group mechanisms by this, not by
+# paper, so that someone who has not read the papers can choose. Ordered as lists show them.
+EVERY_COUNT, SHARED_NOISE, NO_BOUND, BIG_COUNTS, SPECIAL_QUERIES = (
+    "every-count", "shared-noise", "no-bound", "big-counts", "special-queries")
+PURPOSES = {
+    EVERY_COUNT: ("Noise on every count",
+                  "Each count gets its own noise, of a size known in advance from ε and the declared bound. "
+                  "Simple, unbiased and easy to explain; with a large bound Δ the noise is large."),
+    SHARED_NOISE: ("Share noise across similar counts",
+                   "Counts that look alike are grouped (or the list of counts is smoothed) and share the noise: "
+                   "much less noise per count, at the price of some bias towards the group's average."),
+    NO_BOUND: ("No bound needed",
+               "You need not declare how many items one person may hold: the mechanism picks a cut-off "
+               "privately, with a share of ε (ALPA publishes one average for all items)."),
+    BIG_COUNTS: ("Large sparse tables: publish only the big counts",
+                 "For tables with many mostly empty cells: only cells whose noisy count is large (or a weighted "
+                 "sample of them) are published, so the noise on the empty cells stays out of the release."),
+    SPECIAL_QUERIES: ("Summaries for range questions and compact sketches",
+                      "For readers who will ask for sums over ranges of cells, or when the release must be small: "
+                      "answers those questions well, single cells less so."),
+}
+OTHER_PURPOSE = ("Other mechanisms", "")
+
+
+def purpose_of(mechanism) -> tuple[str, str]:
+    """(title, explanation) of the group a mechanism is listed under."""
+    return PURPOSES.get(mechanism.purpose, OTHER_PURPOSE)
+
+
 @dataclass
 class Diagnostic:
     """Numbers for one plot. ``internal`` means they were computed from the true data."""
@@ -286,6 +315,7 @@ class Mechanism:
     id: str = ""
     name: str = ""
     family: str = ""
+    purpose: str = ""  # a key of PURPOSES: what it does for the steward (how lists group it)
     paper: str = ""
     reference: str = ""
     summary: str = ""
@@ -303,7 +333,8 @@ class Mechanism:
 
     def describe(self) -> dict:
         return {
-            "id": self.id, "name": self.name, "family": self.family, "paper": self.paper,
+            "id": self.id, "name": self.name, "family": self.family, "purpose": purpose_of(self)[0],
+            "paper": self.paper,
             "reference": self.reference, "summary": self.summary, "data": self.data_kind,
             "releasable": self.releasable, "parameters": [p.describe() for p in self.params],
         }

@@ -32,7 +32,7 @@ from ..privacy.bounding import bounded_counts, prepare_bound
 from ..privacy.budget import BudgetSplit
 from ..privacy.noise import MAX_SCALE, add_discrete_laplace, discrete_laplace
 from . import register
-from .base import BOUND, Mechanism, Param, counts_error
+from .base import BOUND, EVERY_COUNT, NO_BOUND, Mechanism, Param, counts_error
 from .publish import discrete_laplace_margin
 
 CLAMP = Param("clamp", "bool", False, label="Set negative counts to 0",
@@ -60,6 +60,7 @@ class LPA(Mechanism):
     id = "lpa"
     name = "LPA — noise on every count"
     family = BASELINES
+    purpose = EVERY_COUNT
     paper = "Dwork, McSherry, Nissim, Smith (TCC 2006), as LPA in Kellaris & Papadopoulos (VLDB 2013)"
     reference = "GS §2.1, Theorem 1"
     summary = "Truncates each person to Δ items and adds noise of scale Δ/ε to every count."
@@ -112,6 +113,7 @@ class ALPA(Mechanism):
     id = "alpa"
     name = "ALPA — one noisy average for all"
     family = BASELINES
+    purpose = NO_BOUND  # its bound is optional: without one the average has sensitivity 1
     paper = "Day & Li, DPSense (sensitivity control), §3"
     reference = "DPSense §3"
     summary = "Publishes the noisy average count as the count of every item: tiny noise, large bias."

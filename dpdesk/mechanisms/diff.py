@@ -40,7 +40,7 @@ from ..privacy.bounding import bounded_counts, prepare_bound
 from ..privacy.budget import BudgetSplit
 from ..privacy.noise import add_discrete_laplace, discrete_laplace_quantile
 from . import register
-from .base import BOUND, Mechanism, Param
+from .base import BOUND, EVERY_COUNT, Mechanism, Param
 from .counts import CLAMP, check_noise_scale
 from .publish import discrete_laplace_margin
 
@@ -99,6 +99,7 @@ class DIFF(Mechanism):
     id = "diff"
     name = "DIFF — noise guided by a query index"
     family = "Differential in practice (Shoaran, Thomo & Weber)"
+    purpose = EVERY_COUNT  # every count has its own noise, only of different scales
     paper = "Shoaran, Thomo & Weber, Differential Privacy in Practice"
     reference = "§6, Eq. 7–10"
     summary = "Gives each item its own noise scale, proportional to a public weight you supply."

@@ -120,14 +120,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..data.dataset import _gather_rows
+from ..data.dataset import _gather_rows, blockwise_at, blockwise_repeat
 from ..errors import DataError, ParameterError
 from ..privacy import exponential
 from ..privacy.budget import BudgetSplit
 from ..privacy.noise import discrete_laplace
 from ..tasks import CancelToken, ProgressFn, scaled as scaled_progress
 from . import register
-from .base import Diagnostic, Mechanism, Param, counts_error
+from .base import NO_BOUND, Diagnostic, Mechanism, Param, counts_error
 from .publish import discrete_laplace_margin
 
 FAMILY = "Sensitivity control (Day & Li, DPSense)"
@@ -287,7 +287,7 @@ class Layout:
 
 def cell_weights(units: np.ndarray, lengths: np.ndarray, cells: np.ndarray | None) -> np.ndarray:
     """Each row's unit u_i repeated over its cells, times t_ij (None: all 1)."""
-    weights = np.repeat(units, lengths)
+    weights = blockwise_repeat(units, lengths)
     if cells is not None:
         weights *= cells
     return weights
@@ -314,7 +314,7 @@ def integer_layout(data, max_value: float | None) -> Layout:
         running = np.concatenate([[0], np.cumsum(cells)])
         row_totals = running[indptr[1:]] - running[indptr[:-1]]
         column_totals = np.zeros(n_items, dtype=np.int64)
-        np.add.at(column_totals, matrix.indices, cells)
+        blockwise_at(np.add, column_totals, matrix.indices, cells)
     mass = int(column_totals.sum())
     long_rows = np.flatnonzero(row_totals > cell_max)
     longest = int(row_totals[long_rows].max()) if long_rows.size else 0
@@ -327,7 +327,7 @@ def integer_layout(data, max_value: float | None) -> Layout:
     long_columns = matrix.indices[positions]
     lengths = np.diff(indptr)[long_rows]
     reach = np.zeros(n_items, dtype=np.int64)
-    np.maximum.at(reach, long_columns, np.repeat(long_totals, lengths))
+    blockwise_at(np.maximum, reach, long_columns, blockwise_repeat(long_totals, lengths))
     column_order = np.argsort(-reach, kind="stable")
     position_of = np.empty(n_items, dtype=np.int32 if n_items < 2**31 else np.int64)
     position_of[column_order] = np.arange(n_items)
@@ -497,9 +497,9 @@ def normalized_counts(layout: Layout, k: int, grid: int) -> np.ndarray:
     rows = int(layout.long_count(k))
     where = layout.long_positions[layout.cell_range(0, rows)]
     removed = np.zeros(layout.n_items, dtype=np.int64)
-    np.add.at(removed, where, layout.cell_values(0, rows))
+    blockwise_at(np.add, removed, where, layout.cell_values(0, rows))
     units = np.zeros(layout.n_items, dtype=integer)
-    np.add.at(units, where, layout.cell_weights(0, rows, grid))
+    blockwise_at(np.add, units, where, layout.cell_weights(0, rows, grid))
     counts = np.empty(layout.n_items, dtype=integer)
     counts[layout.column_order] = (grid * (layout.totals_by_position - removed).astype(integer)
                                    + k * layout.cell_max * units)
@@ -602,6 +602,7 @@ class _SensitivityControl(Mechanism):
     """What DPSense and DPSense-S share: budget split, layout, release."""
 
     family = FAMILY
+    purpose = NO_BOUND
     paper = PAPER
     scales_counts = False
 

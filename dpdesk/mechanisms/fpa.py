@@ -101,7 +101,7 @@ from ..privacy.bounding import bounded_counts, prepare_bound
 from ..privacy.budget import BudgetSplit
 from ..privacy.noise import discrete_laplace, grid_scale
 from . import register
-from .base import BOUND, Diagnostic, Mechanism, Param
+from .base import BOUND, SHARED_NOISE, Diagnostic, Mechanism, Param
 from .counts import CLAMP
 from .gs import DIAGNOSTICS, plot_sizes
 
@@ -307,6 +307,7 @@ def mae_curve(counts: np.ndarray, rhos: np.ndarray, bound: int, epsilon: float) 
 
 class _Fourier(Mechanism):
     family = FAMILY
+    purpose = SHARED_NOISE  # noise on a few Fourier coefficients, spread over all counts: smoothing
     paper = PAPER
     reference = "GS §2.2, Theorem 2, Appendix A"
     transform_text = "exact integer sums with public dyadic weights (the same for every dataset)"

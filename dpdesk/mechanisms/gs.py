@@ -145,7 +145,7 @@ from ..privacy.budget import BudgetSplit
 from ..privacy.noise import add_discrete_laplace, discrete_laplace_variance
 from ..privacy.randomness import RandomSource
 from . import register
-from .base import BOUND, Diagnostic, Mechanism, Param
+from .base import BOUND, SHARED_NOISE, Diagnostic, Mechanism, Param
 from .counts import CLAMP
 from .publish import discrete_laplace_margin
 
@@ -534,6 +534,7 @@ class _Grouping(Mechanism):
     """Shared by the GS family: truncation, public facts, the grouped release."""
 
     family = FAMILY
+    purpose = SHARED_NOISE
     paper = PAPER
 
     def prepare_key(self, epsilon, params):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..data.dataset import blockwise_bincount
+from ..data.dataset import blockwise_bincount, blockwise_repeat
 from ..errors import ParameterError
 from .randomness import RandomSource
 
@@ -76,7 +76,7 @@ def prepare_bound(data, bound: int) -> BoundedRows:
     block_starts = np.cumsum(over_lengths, dtype=np.int64) - over_lengths
     # positions in the index dtype (4 bytes each for most data), built in place
     dtype = np.int32 if matrix.nnz < 2**31 else np.int64
-    positions = np.repeat((starts - block_starts).astype(dtype), over_lengths)
+    positions = blockwise_repeat((starts - block_starts).astype(dtype), over_lengths)
     positions += np.arange(total, dtype=dtype)
     # all counts minus the over rows' (few): no copy of the whole matrix's columns
     base = blockwise_bincount(matrix.indices, matrix.shape[1])

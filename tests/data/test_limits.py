@@ -126,20 +126,24 @@ def test_memory_sizes_and_the_default_budget(monkeypatch):
 def test_a_file_over_the_budget_is_refused_with_the_way_out(data_dir, monkeypatch):
     retail = data_dir / "retail.dat.gz"  # 908,576 items: about 6 MB in memory
     with pytest.raises(TooLargeError) as caught:
-        dpdesk.load(retail, memory_limit="1M")
+        dpdesk.load(retail, memory_limit="1M", engine="memory")
     message = str(caught.value)
     assert "retail.dat.gz" in message and "too large for memory" in message and "--memory-limit" in message
     monkeypatch.setenv(MEMORY_ENV, "1M")
     with pytest.raises(TooLargeError, match=MEMORY_ENV):
-        dpdesk.load(retail)
-    assert dpdesk.load(retail, memory_limit="64M").nnz == 908_576
-    result, _ = run_cli("inspect", retail, "--memory-limit", "1M")
+        dpdesk.load(retail, engine="memory")
+    # the automatic choice reads what does not fit with DuckDB, which spills instead
+    spilled = dpdesk.load(retail)
+    assert type(spilled).__name__ == "EngineDataset" and spilled.nnz == 908_576
+    monkeypatch.delenv(MEMORY_ENV)
+    assert dpdesk.load(retail, memory_limit="64M", engine="memory").nnz == 908_576
+    result, _ = run_cli("inspect", retail, "--memory-limit", "1M", "--engine", "memory")
     one_line_error(result, "too large for memory", "1.0 MB")
 
 
 def test_tables_are_within_the_budget_too(data_dir):
     with pytest.raises(TooLargeError, match="ml-latest-small_ratings"):
-        dpdesk.load(data_dir / "ml-latest-small_ratings.csv.gz", memory_limit="1M")
+        dpdesk.load(data_dir / "ml-latest-small_ratings.csv.gz", memory_limit="1M", engine="memory")
 
 
 def test_the_bomb_is_stopped_early_under_an_address_space_limit(bomb):

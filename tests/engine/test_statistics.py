@@ -87,14 +87,44 @@ def test_one_item_per_row_has_the_right_distribution(tmp_path):
 
 
 def test_convert_round_trip(data_dir, tmp_path):
-    for name in ("retail.dat.gz", "groceries.csv.gz"):
+    for name in ("retail.dat.gz", "groceries.csv.gz", "chess.dat.gz"):
         out = convert(data_dir / name, tmp_path / f"{name}.parquet")
         memory = dpdesk.load(data_dir / name, engine="memory")
-        again = dpdesk.load(out, engine="duckdb")
-        assert again.fingerprint == memory.fingerprint
-        assert np.array_equal(again.column_counts, memory.column_counts)
+        for engine in ("duckdb", "memory", "auto"):  # a small baskets file is read into memory by auto
+            again = dpdesk.load(out, engine=engine)
+            assert type(again).__name__ == ("EngineDataset" if engine == "duckdb" else "Dataset")
+            assert again.fingerprint == memory.fingerprint
+            assert list(again.item_labels) == list(memory.item_labels)
+            assert np.array_equal(again.column_counts, memory.column_counts)
+            assert again.summary() == memory.summary()
     with pytest.raises(Exception, match="already exists"):
         convert(data_dir / "retail.dat.gz", tmp_path / "retail.dat.gz.parquet")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.parquet" for n in
+                                                                ("retail.dat.gz", "groceries.csv.gz", "chess.dat.gz"))
+
+
+def test_convert_stores_the_fingerprint_and_releases_trust_it(data_dir, tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from dpdesk.engine.baskets import FINGERPRINT_KEY, read_baskets_metadata
+    from dpdesk.engine.dataset import EngineDataset
+
+    memory = dpdesk.load(data_dir / "groceries.csv.gz", engine="memory")
+    out = convert(data_dir / "groceries.csv.gz", tmp_path / "groceries.parquet")
+    stored = pq.ParquetFile(out).metadata.metadata[FINGERPRINT_KEY].decode()
+    assert stored == memory.fingerprint == read_baskets_metadata(out).fingerprint
+    # the stored value is what a release reads: no pass over the rows
+    monkeypatch.setattr(EngineDataset, "_row_batches", lambda *a, **k: (_ for _ in ()).throw(AssertionError("read")))
+    assert scan(out).fingerprint == stored
+    assert dpdesk.load(out, engine="memory").fingerprint == stored
+    # a damaged value is refused, never trusted
+    table = pq.read_table(out)
+    metadata = dict(pq.ParquetFile(out).metadata.metadata)
+    metadata[FINGERPRINT_KEY] = b"not a fingerprint"
+    damaged = tmp_path / "damaged.parquet"
+    pq.write_table(table.replace_schema_metadata(metadata), damaged)
+    with pytest.raises(DataError, match="fingerprint in the Parquet footer is damaged"):
+        scan(damaged)
 
 
 def test_sqlite_source_equals_the_csv(data_dir, tmp_path):
@@ -148,3 +178,21 @@ def test_spill_folder_is_under_dpdesk_home(dpdesk_home):
     with DuckEngine(memory_limit="200M") as engine:
         assert engine.folder.parent == spill_root() and str(spill_root()).startswith(str(dpdesk_home))
         assert engine.memory_limit == 200 << 20
+
+
+def test_auto_reads_in_memory_what_fits_with_room_for_a_release(data_dir, tmp_path):
+    from dpdesk.data.textio import open_source
+    from dpdesk.engine import IN_MEMORY_BYTES_PER_BYTE, choose_engine
+
+    plain = tmp_path / "baskets.dat"
+    plain.write_bytes(b"1 2 3\n" * 100_000)  # 600 kB
+    size = plain.stat().st_size
+    assert choose_engine("auto", open_source(plain), size * IN_MEMORY_BYTES_PER_BYTE) == "memory"
+    assert choose_engine("auto", open_source(plain), size * IN_MEMORY_BYTES_PER_BYTE - 1) == "duckdb"
+    assert choose_engine("memory", open_source(plain), 1) == "memory"
+    assert type(dpdesk.load(plain, memory_limit=str(size * IN_MEMORY_BYTES_PER_BYTE - 1))).__name__ == "EngineDataset"
+    assert type(dpdesk.load(plain)).__name__ == "Dataset"
+    # a gzip file's stored length wraps at 4 GiB: it counts for at least 4 times the compressed size
+    packed = data_dir / "retail.dat.gz"
+    limit = 4 * packed.stat().st_size * IN_MEMORY_BYTES_PER_BYTE
+    assert choose_engine("auto", open_source(packed), limit - 1) == "duckdb"

@@ -77,3 +77,18 @@ def test_cancel_stops_within_a_second(chess):
     assert not thread.is_alive()
     assert time.perf_counter() - stopped_at < 1.0
     assert result["comparison"].cancelled and 0 < len(done) < 100_000
+
+
+def test_topk_accuracies_equal_topk_accuracy_for_every_k():
+    """The Compare page's one-ranking form gives exactly the per-k answers, ties included."""
+    import numpy as np
+
+    from dpdesk.evaluation.metrics import topk_accuracies, topk_accuracy
+
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        n = int(rng.integers(1, 80))
+        true = rng.integers(0, 6, n).astype(float)  # many ties
+        noisy = true + rng.integers(-3, 4, n)
+        ks = [1, 2, 3, 5, 10, 20, 50, 100]
+        assert topk_accuracies(noisy, true, ks) == [topk_accuracy(noisy, true, k) for k in ks]

@@ -34,8 +34,8 @@ def run_wizard(qtbot, path, **changes):
     wizard = ImportWizard(None, str(path))
     qtbot.addWidget(wizard)
     wizard.show()
-    wizard.next()  # file → format (sniffs the file)
-    assert wizard.currentPage() is wizard.format_page
+    wizard.next()  # file → format: the file's head is looked at on a worker, then the page moves on
+    qtbot.waitUntil(lambda: wizard.currentPage() is wizard.format_page, timeout=30_000)
     for name, value in changes.items():
         combo = getattr(wizard.format_page, name)
         combo.setCurrentIndex(combo.findData(value))
@@ -45,13 +45,15 @@ def run_wizard(qtbot, path, **changes):
 
 
 def tick(window, mechanism_ids):
-    tree = window.configure_page.tree
-    for i in range(tree.topLevelItemCount()):
-        family = tree.topLevelItem(i)
-        for j in range(family.childCount()):
-            item = family.child(j)
-            wanted = item.data(0, Qt.UserRole) in mechanism_ids
-            item.setCheckState(0, Qt.Checked if wanted else Qt.Unchecked)
+    """Tick exactly these mechanisms on the Configure page, as the steward would."""
+    for mechanism_id, row in window.configure_page.rows.items():
+        row.check.setChecked(mechanism_id in mechanism_ids)
+
+
+def on_true_data(page):
+    """Choose the true data on the Compare page, saying yes to the one question it asks."""
+    page.confirm_true_data = lambda text: True
+    page.on_true.setChecked(True)
 
 
 def test_end_to_end_import_compare_release_export(window, qtbot, data_dir, tmp_path, dialogs):
@@ -83,6 +85,7 @@ def test_end_to_end_import_compare_release_export(window, qtbot, data_dir, tmp_p
     # compare on the true data, streaming into the plots
     window.steps.setCurrentRow(2)
     page = window.compare_page
+    on_true_data(page)
     page.epsilons.setText("0.5, 1")
     page.repeats.setValue(2)
     qtbot.mouseClick(page.run_button, Qt.LeftButton)
@@ -155,6 +158,7 @@ def test_cancel_stops_quickly_and_ui_stays_responsive(window, qtbot, data_dir):
     window.state.set_bound(20)
     tick(window, {"lpa", "gs"})
     page = window.compare_page
+    on_true_data(page)
     page.epsilons.setText("0.1, 0.5, 1, 2")
     page.repeats.setValue(5000)
     gaps = []
@@ -200,6 +204,7 @@ def test_broken_file_shows_the_line(window, qtbot, tmp_path):
     qtbot.addWidget(missing)
     missing.show()
     missing.next()
+    qtbot.waitUntil(lambda: missing.file_page.problem.isVisible(), timeout=10_000)
     assert missing.currentPage() is missing.file_page and "does not exist" in missing.file_page.problem.text()
 
 
@@ -241,7 +246,8 @@ def test_project_round_trip(window, qtbot, data_dir, tmp_path):
     assert path.exists()
     other = MainWindow()
     qtbot.addWidget(other)
-    other.open_project(str(path))
+    other.open_project(str(path))  # the data file is read on a worker
+    qtbot.waitUntil(lambda: other.state.dataset is not None, timeout=30_000)
     assert other.state.dataset.fingerprint == data.fingerprint
     assert other.state.bound == 37 and abs(other.state.epsilon - 0.5) < 1e-12
     assert [c.mechanism for c in other.state.enabled()] == ["lpa", "alpa"]
@@ -280,6 +286,7 @@ def test_cell_summaries_compare_and_release(window, qtbot, data_dir, tmp_path, d
     tick(window, {"geometric", "filter2"})
     window.state.set_configuration("filter2", target_size=7000, nonzeros=7000)
     page = window.compare_page
+    on_true_data(page)
     page.epsilons.setText("1")
     page.repeats.setValue(1)
     page.run()

@@ -14,7 +14,7 @@ from dpdesk.data.domain import DomainDeclaration
 from dpdesk.gui.main_window import MainWindow
 from dpdesk.gui.release_page import ExportDialog
 from dpdesk.workflow import CHOSEN_ON_STANDIN, CHOSEN_ON_TRUE_DATA, DEFAULT_CHOSEN
-from tests.gui.test_app import tick
+from tests.gui.test_app import on_true_data as choose_true_data, tick
 
 
 @pytest.fixture
@@ -40,7 +40,10 @@ def window(qtbot, dpdesk_home, data_dir):
 
 def compare(window, qtbot, dialogs, *, on_true_data: bool):
     page = window.compare_page
-    (page.on_true if on_true_data else page.on_synthetic).setChecked(True)
+    if on_true_data:
+        choose_true_data(page)
+    else:
+        page.on_synthetic.setChecked(True)
     page.epsilons.setText("0.5, 1")
     page.repeats.setValue(2)
     before = len(window.state.comparison_runs)

@@ -43,7 +43,7 @@ from ...errors import ParameterError
 from ...privacy.budget import BudgetSplit
 from ...privacy.noise import discrete_laplace, discrete_laplace_quantile
 from .. import register
-from ..base import CellSummary, Mechanism, Param
+from ..base import BIG_COUNTS, EVERY_COUNT, SPECIAL_QUERIES, CellSummary, Mechanism, Param
 from ..counts import CLAMP
 from ..publish import discrete_laplace_margin
 from .dyadic import DyadicTree
@@ -285,6 +285,7 @@ class SparseMechanism(Mechanism):
 
     data_kind = "cells"
     family = FAMILY
+    purpose = BIG_COUNTS
     paper = PAPER
     method = ""  # one of METHODS; the dyadic mechanism reads it from its parameters
 
@@ -596,18 +597,19 @@ def _facts_text(needed: set[str], params: dict, estimates: dict) -> str:
     return "; ".join(parts)
 
 
-def _plain(method_id: str, name: str, summary: str, reference: str, params: tuple, order: int):
+def _plain(method_id: str, name: str, summary: str, reference: str, params: tuple, order: int,
+           purpose: str = BIG_COUNTS):
     """Define and register the mechanism class of one plain (non-dyadic) method."""
     cls = type(method_id.replace("-", "_").title().replace("_", "") + "Summary", (SparseMechanism,), {
         "id": method_id, "method": method_id, "name": name, "summary": summary, "reference": reference,
-        "params": params, "order": order, "__doc__": f"{name} ({reference})."})
+        "params": params, "order": order, "purpose": purpose, "__doc__": f"{name} ({reference})."})
     return register(cls)
 
 
 Geometric = _plain(
     "geometric", "Geometric — noise on every cell", "Adds geometric noise to all m cells and lists them "
     "all: the laborious baseline; refuses when m is too large.", "§2.1 (Ghosh et al. 2009)",
-    (GEOMETRIC_CLAMP, MAX_CELLS), 70)
+    (GEOMETRIC_CLAMP, MAX_CELLS), 70, purpose=EVERY_COUNT)
 Filter = _plain(
     "filter", "Filter — noisy counts ≥ θ", "Lists the cells whose noisy count is at least θ, drawn directly "
     "from the non-empty cells (the shortcut).", "§2.2, Theorem 1, App. C.1",
@@ -638,6 +640,7 @@ class Dyadic(SparseMechanism):
     """Any summary over the dyadic-range transform of the cells' 1-D order (see :mod:`.dyadic`)."""
 
     id = "dyadic"
+    purpose = SPECIAL_QUERIES
     name = "Dyadic ranges — summaries for range queries"
     summary = ("Counts every dyadic range of the cell order (L levels, sensitivity L) and publishes a summary "
                "of them; any range is then answered from at most 2L ranges.")
@@ -693,6 +696,7 @@ class Sketch(SparseMechanism):
     """Noisy Count sketch (see :mod:`.sketch` for the sensitivity d)."""
 
     id = "sketch"
+    purpose = SPECIAL_QUERIES
     name = "Count sketch — hashed noisy buckets"
     summary = "Hashes every cell into w buckets in each of d rows and adds noise of scale d/ε to every bucket."
     reference = "App. C.6, Lemma 5"
