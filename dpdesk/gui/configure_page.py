@@ -24,7 +24,7 @@ from ..evaluation.planner import odds_after
 from ..evaluation.recommend import declared_size, recommend
 from ..mechanisms.base import PURPOSES, purpose_of
 from .state import AppState
-from .widgets import Banner, bold, explanation, heading
+from .widgets import Badge, Banner, bold, explanation, heading
 
 EPS_MIN, EPS_MAX, SLIDER_STEPS = 0.01, 10.0, 1000
 # ε named by what it means for the steward; ln 1.5 and ln 3 are DPSense's worked examples, ln 2
@@ -389,9 +389,7 @@ class MechanismRow(QFrame):
         self.name.setWordWrap(True)
         self.name.setTextFormat(Qt.RichText)
         self.name.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # wraps instead of widening
-        self.badge = QLabel("★ Recommended")
-        self.badge.setStyleSheet("QLabel {color: palette(highlighted-text); background: palette(highlight);"
-                                 " border-radius: 3px; padding: 1px 5px;}")
+        self.badge = Badge("★ Recommended", "info")
         self.badge.setVisible(False)
         self.paper_button = QToolButton()
         self.paper_button.setText("Paper")

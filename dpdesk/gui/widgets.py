@@ -87,23 +87,31 @@ def error_text(text: str) -> str:
     return f"<span style='color:{theme.accent_text('danger').name()}'>{text}</span>"
 
 
-class InternalBadge(QLabel):
-    """"INTERNAL": a solid label in the danger accent, its colours from the palette."""
+class Badge(QLabel):
+    """A small solid label in an accent (``kind``: danger, info, …), its colours from the palette."""
 
-    def __init__(self, parent=None):
-        super().__init__("INTERNAL — true data, not for publication", parent)
-        self.setAccessibleName("Internal information: true data, not for publication")
+    def __init__(self, text: str, kind: str = "danger", parent=None):
+        super().__init__(text, parent)
+        self.kind = kind
         self.setSizePolicy(QSizePolicy.Maximum, QSizePolicy.Fixed)
         self._restyle()
         theme.on_palette_change(self._restyle)
 
     def colours(self) -> theme.Tint:
-        return theme.badge_colours("danger")
+        return theme.badge_colours(self.kind)
 
     def _restyle(self) -> None:
         tint = self.colours()
         self.setStyleSheet(f"QLabel {{background:{tint.background.name()}; color:{tint.text.name()}; "
                            "font-weight:bold; padding:2px 6px; border-radius:3px;}")
+
+
+class InternalBadge(Badge):
+    """"INTERNAL": a solid label in the danger accent."""
+
+    def __init__(self, parent=None):
+        super().__init__("INTERNAL — true data, not for publication", "danger", parent)
+        self.setAccessibleName("Internal information: true data, not for publication")
 
 
 def internal_badge() -> QLabel:
