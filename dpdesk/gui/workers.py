@@ -18,6 +18,11 @@ from ..errors import Cancelled, DpdeskError
 from ..tasks import CancelToken
 
 
+#: every task whose thread runs: a running task is never garbage, because destroying a running
+#: QThread aborts the process ("QThread: Destroyed while thread is still running") — which the
+#: garbage collector did when a dialog that owned a task was collected during its export
+_RUNNING: set = set()
+
 #: the shortest time between two progress signals: a core that reports every few microseconds must
 #: not flood the GUI thread's event queue (each signal is a slot call there); the end always gets through
 PROGRESS_INTERVAL = 0.05
@@ -103,6 +108,7 @@ class Task(QObject):
 
     def start(self) -> "Task":
         self.running = True
+        _RUNNING.add(self)
         self._thread.start()
         return self
 
@@ -114,4 +120,5 @@ class Task(QObject):
 
     def _on_finished(self) -> None:
         self.running = False
+        _RUNNING.discard(self)
         self.finished.emit()
