@@ -20,3 +20,29 @@ def dialogs(monkeypatch):
     monkeypatch.setattr(QMessageBox, "exec", lambda self: shown.append(("box", self.windowTitle(),
                                                                           self.text() + "\n" + self.detailedText())))
     return shown
+
+
+@pytest.fixture
+def chess_window(qtbot, dpdesk_home, data_dir):
+    """The main window with chess loaded (its file's labels declared public), Δ = 37, lpa and gs-r ticked."""
+    import dpdesk
+    from dpdesk.data.domain import DomainDeclaration
+    from dpdesk.gui.app import make_app
+    from dpdesk.gui.main_window import MainWindow
+    from tests.gui.test_app import tick
+
+    make_app()
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    data = dpdesk.load(data_dir / "chess.dat.gz")
+    w.state.set_dataset(data, {"path": str(data_dir / "chess.dat.gz"), "format": "transactions"}, "chess",
+                        DomainDeclaration("public-data"))
+    w.state.set_bound(37)
+    tick(w, {"lpa", "gs-r"})
+    yield w
+    for page in (w.compare_page, w.release_page):
+        if page.task is not None and page.task.running:
+            page.task.cancel()
+            page.task.wait(5000)
+    w.state.dirty = False

@@ -9,30 +9,13 @@ from PySide6.QtCore import Qt
 import dpdesk
 from dpdesk.data.domain import DomainDeclaration
 from dpdesk.gui.compare_page import LOG_BAND_FLOOR_RATIO, STANDIN_BANNER, TRUE_DATA_BANNER, log_band, mean_interval
-from dpdesk.gui.main_window import MainWindow
 from tests.gui.test_app import tick
 
 
 @pytest.fixture
-def window(qtbot, dpdesk_home, data_dir):
-    from dpdesk.gui.app import make_app
-
-    make_app()
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    data = dpdesk.load(data_dir / "chess.dat.gz")
-    w.state.set_dataset(data, {"path": str(data_dir / "chess.dat.gz"), "format": "transactions"}, "chess",
-                        DomainDeclaration("public-data"))
-    w.state.set_bound(37)
-    tick(w, {"lpa", "gs-r"})
-    w.steps.setCurrentRow(2)
-    yield w
-    page = w.compare_page
-    if page.task is not None and page.task.running:
-        page.task.cancel()
-        page.task.wait(5000)
-    w.state.dirty = False
+def window(chess_window):
+    chess_window.steps.setCurrentRow(2)
+    return chess_window
 
 
 def run(window, qtbot, dialogs):

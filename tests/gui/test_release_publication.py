@@ -9,33 +9,14 @@ import pytest
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices
 
-import dpdesk
-from dpdesk.data.domain import DomainDeclaration
-from dpdesk.gui.main_window import MainWindow
 from dpdesk.gui.release_page import ExportDialog
 from dpdesk.workflow import CHOSEN_ON_STANDIN, CHOSEN_ON_TRUE_DATA, DEFAULT_CHOSEN
-from tests.gui.test_app import on_true_data as choose_true_data, tick
+from tests.gui.test_app import on_true_data as choose_true_data
 
 
 @pytest.fixture
-def window(qtbot, dpdesk_home, data_dir):
-    from dpdesk.gui.app import make_app
-
-    make_app()
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    data = dpdesk.load(data_dir / "chess.dat.gz")
-    w.state.set_dataset(data, {"path": str(data_dir / "chess.dat.gz"), "format": "transactions"}, "chess",
-                        DomainDeclaration("public-data"))
-    w.state.set_bound(37)
-    tick(w, {"lpa", "gs-r"})
-    yield w
-    for page in (w.compare_page, w.release_page):
-        if page.task is not None and page.task.running:
-            page.task.cancel()
-            page.task.wait(5000)
-    w.state.dirty = False
+def window(chess_window):
+    return chess_window
 
 
 def compare(window, qtbot, dialogs, *, on_true_data: bool):
