@@ -96,14 +96,7 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
     sniffed = sniff(path, source=source, encoding=encoding, sheet=sheet)
     if sheet not in (None, "") and sniffed.kind != "xlsx":
         raise ParameterError(f"The sheet option is for Excel workbooks; {path.name} is {sniffed.a_kind} file.")
-    fmt = sniffed.format if format == "auto" else format
-    if options.get("attributes") and format == "auto" and fmt in ("pairs", "matrix"):
-        fmt = "records"
-    delimiter = _delimiter(options.get("delimiter", "auto"), sniffed.delimiter)
-    header_option = options.get("header", "auto")
-    header = sniffed.header if header_option in (None, "auto") else bool(header_option)
-    if format == "auto" and sniffed.unsure and not _settled(sniffed, options):
-        raise sniffed.refusal(path)
+    fmt, delimiter, header = layout(sniffed, format, options, path)
     name = options.get("name") or _display_name(path)
     source_record = {"path": str(path), "format": fmt, "encoding": sniffed.encoding,
                      "delimiter": "whitespace" if delimiter is None else delimiter, "header": header}
@@ -171,6 +164,22 @@ def _display_name(path: Path) -> str:
         if name.endswith(suffix):
             name = name[: -len(suffix)]
     return name
+
+
+def layout(sniffed, format: str, options: dict, path) -> tuple[str, str | None, bool]:
+    """(format, delimiter, header) from the detector's guess and the steward's options.
+
+    An uncertain guess the options do not settle is refused, with the options that would.
+    """
+    fmt = sniffed.format if format == "auto" else format
+    if options.get("attributes") and format == "auto" and fmt in ("pairs", "matrix"):
+        fmt = "records"
+    delimiter = _delimiter(options.get("delimiter", "auto"), sniffed.delimiter)
+    header_option = options.get("header", "auto")
+    header = sniffed.header if header_option in (None, "auto") else bool(header_option)
+    if format == "auto" and sniffed.unsure and not _settled(sniffed, options):
+        raise sniffed.refusal(path)
+    return fmt, delimiter, header
 
 
 def _settled(sniffed, options: dict) -> bool:

@@ -38,6 +38,8 @@ from .backend import ENGINES, Engine, EngineError, EngineUnsupported, open_engin
 #: peak memory of a release on the in-memory path per byte of (decompressed) text: 7.2 measured for
 #: DPSense-S at 16 M rows (LPA 2.5, GS 4.1; benchmarks/bench_scale.py), rounded up
 IN_MEMORY_BYTES_PER_BYTE = 8
+#: the same per cell (person, item) of a baskets Parquet file: 35 measured for DPSense-S at 16 M rows, rounded up
+IN_MEMORY_BYTES_PER_CELL = 40
 #: a gzip file's decompressed size is taken as at least this many times its own (its stored length wraps at 4 GiB)
 GZIP_RATIO = 4
 ENGINE_CHOICES = ("auto", "memory") + ENGINES
@@ -58,10 +60,32 @@ def choose_engine(engine: str, source=None, memory_limit=None) -> str:
     engine = check_engine(engine)
     if engine != "auto":
         return engine
+    return "memory" if in_memory_estimate(source) <= memory_budget(memory_limit).limit else "duckdb"
+
+
+def in_memory_estimate(source) -> int:
+    """Bytes a release on the in-memory path may need at its peak, from what the file says of its size.
+
+    Text: its (decompressed) size × :data:`IN_MEMORY_BYTES_PER_BYTE`. Parquet is compressed, so
+    its own size says little: a baskets file (``dpdesk convert``) counts its cells
+    (:data:`IN_MEMORY_BYTES_PER_CELL` each), another Parquet file its uncompressed size.
+    """
+    if not source.compressed and source.head(4) == b"PAR1":
+        import pyarrow.parquet as pq
+
+        try:
+            metadata = pq.ParquetFile(str(source.path)).metadata
+        except Exception:  # not readable as Parquet: the loader says why
+            return 0
+        groups = [metadata.row_group(g) for g in range(metadata.num_row_groups)]
+        if (metadata.metadata or {}).get(b"dpdesk.format") is not None:
+            cells = sum(group.column(0).num_values for group in groups)
+            return int(cells * IN_MEMORY_BYTES_PER_CELL)
+        return int(sum(group.total_byte_size for group in groups) * IN_MEMORY_BYTES_PER_BYTE)
     size = source.estimated_size
     if source.compressed:
         size = max(size, GZIP_RATIO * source.size)
-    return "memory" if size * IN_MEMORY_BYTES_PER_BYTE <= memory_budget(memory_limit).limit else "duckdb"
+    return int(size * IN_MEMORY_BYTES_PER_BYTE)
 
 
 def scan(path, format: str = "auto", *, engine: str = "duckdb", spark_master: str | None = None,

@@ -329,17 +329,22 @@ def baskets_dataset(path, format: str = "auto", *, name: str | None = None, prog
         raise DataError("this is a dpdesk baskets file (dpdesk convert): it holds transactions", path=path,
                         expected="--format transactions or auto")
     parquet = pq.ParquetFile(str(path))
-    lengths, codes = [], []
+    # codes kept in 4 bytes each where they fit (the CSR's own index type), one row group at a time
+    lengths, parts = [], []
     for group in range(parquet.num_row_groups):
         if cancel is not None:
             cancel.check()
         items = parquet.read_row_group(group, columns=["items"]).column("items").combine_chunks()
         offsets = items.offsets.to_numpy()
         lengths.append(np.diff(offsets).astype(np.int64))
-        codes.append(items.values.to_numpy()[offsets[0]:offsets[-1]].astype(np.int64))
+        values = items.values.to_numpy()[offsets[0]:offsets[-1]]
+        small = values.size == 0 or (int(values.min()) >= 0 and int(values.max()) < 2**31 - 1)
+        parts.append(values.astype(np.int32 if small else np.int64))
+        del items, values
         progress(0.9 * (group + 1) / max(parquet.num_row_groups, 1), "Reading the baskets")
     lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
-    codes = np.concatenate(codes) if codes else np.zeros(0, np.int64)
+    codes = np.concatenate(parts) if parts else np.zeros(0, np.int32)
+    del parts
     if info.labels is None:  # integer mode: the items are the ids present
         top = int(codes.max()) if codes.size else -1
         if codes.size and codes.min() >= 0 and top < 4 * codes.size + (1 << 20):  # ids of a usual range: count them
@@ -351,12 +356,15 @@ def baskets_dataset(path, format: str = "auto", *, name: str | None = None, prog
         if codes.size and (codes.min() < 0 or codes.max() >= len(info.labels)):
             raise DataError("an item code lies outside the label list in the Parquet footer", path=path)
         mapping = Codes.build(np.arange(len(info.labels), dtype=np.int64), list(info.labels))
-    columns = mapping.columns(codes)
-    index = np.int32 if max(columns.size, mapping.codes.size) < 2**31 else np.int64
+    index = np.int32 if max(codes.size, mapping.codes.size) < 2**31 else np.int64
+    columns = codes.astype(index, copy=False)
+    for start in range(0, columns.size, 1 << 22):  # codes → columns in place, a block at a time
+        columns[start:start + (1 << 22)] = mapping.columns(columns[start:start + (1 << 22)])
+    del codes
     indptr = np.zeros(lengths.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=indptr[1:])
-    matrix = sp.csr_matrix((np.ones(columns.size, dtype=np.uint8), columns.astype(index), indptr.astype(index)),
-                           shape=(lengths.size, mapping.codes.size))
+    matrix = sp.csr_matrix((np.ones(columns.size, dtype=np.uint8), columns, indptr.astype(index)),
+                           shape=(lengths.size, mapping.codes.size), copy=False)
     if not np.all(np.diff(mapping.position) > 0):  # codes ascend within a row; columns then need not
         matrix.has_sorted_indices = False
         matrix.sort_indices()

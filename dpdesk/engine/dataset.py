@@ -42,7 +42,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from ..data.dataset import FINGERPRINT_BLOCK, _labels_bytes, _row_digest, _sha
+from ..data.dataset import FINGERPRINT_BLOCK, _labels_bytes, _row_blocks, _row_digest, _sha
 from ..privacy.bounding import BoundedRows, check_bound
 from ..privacy.randomness import RandomSource
 from ..tasks import CancelToken, ProgressFn, no_progress
@@ -308,7 +308,7 @@ class EngineDataset:
         lanes = np.zeros(3, dtype=np.uint64)
         for rows, offsets, columns in self._row_batches(queries.rows_longer(
                 self.relation, -1, ordered=self.engine.kind != "duckdb"), None):
-            for first, last in _blocks(offsets, FINGERPRINT_BLOCK):
+            for first, last in _row_blocks(offsets, FINGERPRINT_BLOCK):
                 lanes += _row_digest(offsets[first:last + 1], columns, None, None)
         parts = [
             b"dpdesk-incidence-v2",
@@ -321,16 +321,6 @@ class EngineDataset:
 
 def _increasing(values: np.ndarray) -> bool:
     return bool(values.size < 2 or np.all(np.diff(values) > 0))
-
-
-def _blocks(offsets: np.ndarray, cells: int):
-    n = offsets.size - 1
-    first = 0
-    while first < n:
-        last = int(np.searchsorted(offsets, int(offsets[first]) + cells, side="right")) - 1
-        last = min(max(last, first + 1), n)
-        yield first, last
-        first = last
 
 
 # --- the randomized pieces, consuming words exactly as the in-memory path does ------------------

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..data.dataset import CellCounts, natural_order
 from ..data.detect import a_kind, binary_kind, sniff
-from ..data.loader import OPTION_NAMES, _delimiter, _display_name, _settled
+from ..data.loader import OPTION_NAMES, _display_name, layout
 from ..data.tabular import _distinct_names, resolve_column
 from ..data.textio import memory_budget, open_source
 from ..errors import DataError, ParameterError
@@ -56,14 +56,7 @@ def read_file(path, format: str = "auto", *, engine: str = "duckdb", spark_maste
             return _owned(EngineDataset(incidence, name=name, source=record), backend)
         encoding = options.get("encoding", "auto") or "auto"
         sniffed = sniff(path, source=source, encoding=encoding)
-        fmt = sniffed.format if format == "auto" else format
-        if options.get("attributes") and format == "auto" and fmt in ("pairs", "matrix"):
-            fmt = "records"
-        delimiter = _delimiter(options.get("delimiter", "auto"), sniffed.delimiter)
-        header_option = options.get("header", "auto")
-        header = sniffed.header if header_option in (None, "auto") else bool(header_option)
-        if format == "auto" and sniffed.unsure and not _settled(sniffed, options):
-            raise sniffed.refusal(path)
+        fmt, delimiter, header = layout(sniffed, format, options, path)
         record = {"path": str(path), "format": fmt, "encoding": sniffed.encoding,
                   "delimiter": "whitespace" if delimiter is None else delimiter, "header": header}
         for key in ("person", "item", "value", "id_column", "attributes", "domains", "count"):
@@ -228,12 +221,7 @@ def convert(path, out, format: str = "auto", *, progress: ProgressFn | None = No
     source = open_source(path)
     encoding = options.get("encoding", "auto") or "auto"
     sniffed = sniff(path, source=source, encoding=encoding)
-    fmt = sniffed.format if format == "auto" else format
-    delimiter = _delimiter(options.get("delimiter", "auto"), sniffed.delimiter)
-    header_option = options.get("header", "auto")
-    header = sniffed.header if header_option in (None, "auto") else bool(header_option)
-    if format == "auto" and sniffed.unsure and not _settled(sniffed, options):
-        raise sniffed.refusal(path)
+    fmt, delimiter, header = layout(sniffed, format, options, path)
     if sniffed.parquet:
         raise ParameterError(f"{path.name} is a Parquet file already.")
     if sniffed.binary:

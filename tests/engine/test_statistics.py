@@ -196,3 +196,22 @@ def test_auto_reads_in_memory_what_fits_with_room_for_a_release(data_dir, tmp_pa
     packed = data_dir / "retail.dat.gz"
     limit = 4 * packed.stat().st_size * IN_MEMORY_BYTES_PER_BYTE
     assert choose_engine("auto", open_source(packed), limit - 1) == "duckdb"
+
+
+def test_parquet_files_are_weighed_by_what_they_hold_not_their_compressed_size(data_dir, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dpdesk.data.textio import open_source
+    from dpdesk.engine import IN_MEMORY_BYTES_PER_BYTE, IN_MEMORY_BYTES_PER_CELL, in_memory_estimate
+
+    baskets = convert(data_dir / "retail.dat.gz", tmp_path / "retail.parquet")
+    retail = dpdesk.load(baskets, engine="memory")
+    estimate = in_memory_estimate(open_source(baskets))
+    assert estimate >= retail.nnz * IN_MEMORY_BYTES_PER_CELL  # (empty baskets add a slot each)
+    assert estimate > 2 * baskets.stat().st_size * IN_MEMORY_BYTES_PER_BYTE  # compressed: its size misleads
+    table = tmp_path / "pairs.parquet"
+    pq.write_table(pa.table({"person": np.arange(100_000) % 997, "item": np.arange(100_000) % 13}), table)
+    uncompressed = sum(pq.ParquetFile(table).metadata.row_group(g).total_byte_size
+                       for g in range(pq.ParquetFile(table).metadata.num_row_groups))
+    assert in_memory_estimate(open_source(table)) == uncompressed * IN_MEMORY_BYTES_PER_BYTE
