@@ -70,7 +70,23 @@ def make_app(argv=None, theme: str | None = None):
     apply_theme(app, name)
     app.setDesktopFileName("dpdesk")  # matches packaging/dpdesk.desktop (menu entry, Wayland app id)
     app.setWindowIcon(QIcon(str(resources_dir() / "icons" / "dpdesk-256.png")))
+    collect_garbage_in_the_gui_thread(app)
     return app
+
+
+def collect_garbage_in_the_gui_thread(app) -> None:
+    """Python's garbage collector only ever runs in the GUI thread, from a timer.
+
+    Left to itself it runs in whichever thread allocates next, often a worker: it then
+    destroys Qt objects (a closed plot, a dialog) in that thread, which deadlocked the
+    suite (a worker reading a workbook collected a pyqtgraph item while the GUI thread
+    waited for the interpreter lock). pyqtgraph's GarbageCollector disables the automatic
+    collector and collects, generation by generation, from a timer in the GUI thread.
+    """
+    if getattr(app, "_dpdesk_garbage_collector", None) is None:
+        from pyqtgraph.util.garbage_collector import GarbageCollector
+
+        app._dpdesk_garbage_collector = GarbageCollector(interval=0.5)
 
 
 def run_app(path: str | None = None, sample: bool = False, theme: str | None = None) -> int:

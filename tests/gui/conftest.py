@@ -1,7 +1,23 @@
 """GUI tests: modal dialogs must never block a test. They are recorded instead."""
 
+import gc
+
 import pytest
 from PySide6.QtWidgets import QMessageBox
+
+
+@pytest.fixture(autouse=True)
+def collector_in_the_gui_thread(qapp):
+    """As in the app, garbage is collected in the GUI thread only (dpdesk.gui.app.collect_garbage_in_the_gui_thread):
+    never automatically during a GUI test, whose workers would otherwise destroy Qt objects; after it, the
+    GUI thread collects and the tests that follow (no Qt) get Python's automatic collector back."""
+    from dpdesk.gui.app import collect_garbage_in_the_gui_thread
+
+    collect_garbage_in_the_gui_thread(qapp)
+    gc.disable()
+    yield
+    gc.collect()
+    gc.enable()
 
 
 @pytest.fixture(autouse=True)

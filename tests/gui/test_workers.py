@@ -38,3 +38,19 @@ def test_a_running_task_that_nobody_holds_survives_the_garbage_collector():
     """)
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and run.stdout.strip() == "ok", (run.returncode, run.stderr[-2000:])
+
+
+def test_the_app_collects_garbage_in_the_gui_thread_only():
+    script = textwrap.dedent("""
+        import gc, os
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+        assert gc.isenabled()
+        from dpdesk.gui.app import make_app
+
+        app = make_app()
+        assert not gc.isenabled(), "a worker thread could start a collection"
+        assert app._dpdesk_garbage_collector.timer.isActive()
+        print("ok")
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
