@@ -42,6 +42,10 @@ FONT_PACKAGE = "fonts-dejavu-core"
 FONT_DIRS = ["/usr/share/fonts", "/usr/local/share/fonts", "~/.local/share/fonts", "~/.fonts"]
 FONT_SUFFIXES = (".ttf", ".otf", ".ttc", ".pfb", ".pcf", ".pcf.gz")
 
+#: the C library the pinned Qt (PySide6-Essentials 6.10.3, manylinux_2_34 wheels) was built against:
+#: on an older one (Debian 11: 2.31) Qt cannot load at all, whatever is installed
+QT_GLIBC = (2, 34)
+
 PURPOSES = ("window", "qt")
 WHAT = {"window": "dpdesk's window", "qt": "dpdesk's Qt parts"}
 
@@ -82,8 +86,29 @@ def missing_packages(purpose: str) -> list[str]:
     return list(dict.fromkeys(missing))
 
 
+def glibc_version() -> tuple[int, int] | None:
+    """This machine's C library version (None where it is not glibc)."""
+    try:
+        text = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (ValueError, OSError):
+        return None
+    parts = text.split()
+    if len(parts) != 2 or parts[0] != "glibc":
+        return None
+    try:
+        major, minor = parts[1].split(".")[:2]
+        return int(major), int(minor)
+    except ValueError:
+        return None
+
+
 def missing_sentence(purpose: str) -> str | None:
     """One sentence naming what is missing and the command that installs it (None: all there)."""
+    glibc = glibc_version()
+    if glibc is not None and glibc < QT_GLIBC:
+        return (f"{WHAT[purpose]} needs glibc {QT_GLIBC[0]}.{QT_GLIBC[1]} or newer (Debian 12, Ubuntu 22.04, "
+                f"RHEL 9) and this machine has {glibc[0]}.{glibc[1]}; the command line (inspect, release, "
+                "reports) works here.")
     missing = missing_packages(purpose)
     if not missing:
         return None

@@ -61,6 +61,13 @@ echo "Installing dpdesk (from a wheel of the checkout) and PyInstaller into it"
 rm -rf "$build/wheel"
 build_dpdesk_wheel "$root" "$build/wheel" "$venv/bin/python"
 wheel="$(ls "$build"/wheel/dpdesk-*.whl)"
+# The pinned Qt (PySide6-Essentials) is built for glibc 2.34 and pip here may refuse it on an older
+# one (Debian 11): its wheels are installed for that platform first, and the spec carries them as
+# files (dpdesk.spec: AS_INSTALLED); the window then needs glibc 2.34, the command line does not.
+site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+qt_pin="$(sed -n 's/.*"\(PySide6-Essentials==[^"]*\)".*/\1/p' "$root/pyproject.toml")"
+"${pip[@]}" install --quiet --no-deps --upgrade --platform manylinux_2_34_x86_64 --only-binary=:all: \
+  --target "$site" "$qt_pin" "shiboken6==${qt_pin#*==}"
 "${pip[@]}" install --quiet "$wheel" "$pyinstaller"
 "${pip[@]}" install --quiet --no-deps --force-reinstall "$wheel"   # this checkout's code, same version or not
 

@@ -552,3 +552,14 @@ def test_the_bundle_runs_without_python(tmp_path):
         app.terminate()
         _, err = app.communicate(timeout=30)
     assert "Traceback" not in err, err
+
+
+def test_an_old_c_library_is_named_before_qt_loads(monkeypatch):
+    import dpdesk.hostlibs as hostlibs
+
+    monkeypatch.setattr(hostlibs, "glibc_version", lambda: (2, 31))   # Debian 11
+    sentence = hostlibs.missing_sentence("window")
+    assert sentence.count(".") >= 2 and "\n" not in sentence
+    assert "glibc 2.34 or newer" in sentence and "has 2.31" in sentence and "command line" in sentence
+    monkeypatch.setattr(hostlibs, "glibc_version", lambda: (2, 36))   # Debian 12: the libraries decide
+    assert hostlibs.missing_sentence("qt") is None or "glibc" not in hostlibs.missing_sentence("qt")
