@@ -115,6 +115,16 @@ check_window() {
     fi
     return
   fi
+  if [ "$(printf '%s\n' "$glibc" 2.34 | sort -V | head -1)" != 2.34 ]; then
+    # older than the pinned Qt's glibc (dpdesk/hostlibs.py QT_GLIBC): the window is refused in one sentence
+    output="$(run "$chroot_root" "$dpdesk" gui --sample 2>&1)" && status=0 || status=$?
+    if [ "$status" != 0 ] && one_line_error "$output" && printf '%s' "$output" | grep -q "glibc 2.34 or newer"; then
+      ok "$label: window refused in one line (glibc $glibc): ${output:0:160}…"
+    else
+      bad "$label: window on glibc $glibc (status $status): $output"
+    fi
+    return
+  fi
   run "$chroot_root" timeout 25 "$dpdesk" gui --sample > "$OUT/$label-gui.log" 2>&1 &
   local app=$! mapped=""
   for _ in $(seq 60); do
