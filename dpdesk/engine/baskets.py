@@ -329,28 +329,40 @@ def baskets_dataset(path, format: str = "auto", *, name: str | None = None, prog
         raise DataError("this is a dpdesk baskets file (dpdesk convert): it holds transactions", path=path,
                         expected="--format transactions or auto")
     parquet = pq.ParquetFile(str(path))
-    # codes kept in 4 bytes each where they fit (the CSR's own index type), one row group at a time
-    lengths, parts = [], []
-    for group in range(parquet.num_row_groups):
+    groups = [parquet.metadata.row_group(g) for g in range(parquet.num_row_groups)]
+    # one array for every code, filled a row group at a time (its size from the footer: no concatenation),
+    # in 4 bytes a code when the footer's statistics say they fit (the CSR's own index type)
+    bound = sum(group.column(0).num_values for group in groups)
+    stats = [group.column(0).statistics for group in groups]
+    small = all(st is not None and st.has_min_max for st in stats) and \
+        all(int(st.min) >= 0 and int(st.max) < 2**31 - 1 for st in stats)
+    codes = np.empty(bound, dtype=np.int32 if small else np.int64)
+    lengths = np.empty(int(parquet.metadata.num_rows), dtype=np.int64)
+    # integer mode: which ids occur (sized by the footer's largest id where it says it)
+    seen = np.zeros(int(max(st.max for st in stats)) + 1 if small and stats else 0, dtype=bool)
+    cells = rows = 0
+    for group in range(len(groups)):
         if cancel is not None:
             cancel.check()
         items = parquet.read_row_group(group, columns=["items"]).column("items").combine_chunks()
         offsets = items.offsets.to_numpy()
-        lengths.append(np.diff(offsets).astype(np.int64))
         values = items.values.to_numpy()[offsets[0]:offsets[-1]]
-        small = values.size == 0 or (int(values.min()) >= 0 and int(values.max()) < 2**31 - 1)
-        parts.append(values.astype(np.int32 if small else np.int64))
+        n = len(items)
+        lengths[rows:rows + n] = np.diff(offsets)
+        if values.size and (int(values.min()) < 0 or (small and int(values.max()) >= 2**31 - 1)):
+            raise DataError("an item code of the baskets file is out of range", path=path)
+        codes[cells:cells + values.size] = values
+        if info.labels is None and values.size:
+            top = int(values.max()) + 1
+            if top > seen.size:
+                seen = np.concatenate([seen, np.zeros(top - seen.size, dtype=bool)])
+            seen[values] = True
+        cells, rows = cells + values.size, rows + n
         del items, values
-        progress(0.9 * (group + 1) / max(parquet.num_row_groups, 1), "Reading the baskets")
-    lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
-    codes = np.concatenate(parts) if parts else np.zeros(0, np.int32)
-    del parts
+        progress(0.9 * (group + 1) / max(len(groups), 1), "Reading the baskets")
+    codes, lengths = codes[:cells], lengths[:rows]
     if info.labels is None:  # integer mode: the items are the ids present
-        top = int(codes.max()) if codes.size else -1
-        if codes.size and codes.min() >= 0 and top < 4 * codes.size + (1 << 20):  # ids of a usual range: count them
-            present = np.flatnonzero(np.bincount(codes, minlength=top + 1))
-        else:
-            present = np.unique(codes)
+        present = np.flatnonzero(seen)
         mapping = Codes.build(present, [str(int(code)) for code in present])
     else:
         if codes.size and (codes.min() < 0 or codes.max() >= len(info.labels)):
@@ -358,8 +370,11 @@ def baskets_dataset(path, format: str = "auto", *, name: str | None = None, prog
         mapping = Codes.build(np.arange(len(info.labels), dtype=np.int64), list(info.labels))
     index = np.int32 if max(codes.size, mapping.codes.size) < 2**31 else np.int64
     columns = codes.astype(index, copy=False)
-    for start in range(0, columns.size, 1 << 22):  # codes → columns in place, a block at a time
-        columns[start:start + (1 << 22)] = mapping.columns(columns[start:start + (1 << 22)])
+    identity = np.array_equal(mapping.codes, np.arange(mapping.codes.size)) and \
+        np.array_equal(mapping.position, np.arange(mapping.codes.size))
+    if not identity:  # codes → columns in place, a block at a time (ids 0..d−1 in numeric order need nothing)
+        for start in range(0, columns.size, 1 << 22):
+            columns[start:start + (1 << 22)] = mapping.columns(columns[start:start + (1 << 22)])
     del codes
     indptr = np.zeros(lengths.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=indptr[1:])

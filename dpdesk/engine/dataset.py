@@ -399,7 +399,7 @@ def kept_by_row(prepared: BoundedRows, source: RandomSource) -> np.ndarray:
     """Kept cells of the over-bound rows, one row of Δ positions per over-bound row (as GS's ``_kept_by_row``)."""
     from ..privacy.bounding import sample_kept
 
-    kept = np.sort(sample_kept(prepared, source))  # a row's cells are contiguous
+    kept = sample_kept(prepared, source)  # ascending: a row's Δ cells together, rows in order
     return kept.reshape(prepared.over_rows.size, prepared.bound)
 
 

@@ -246,7 +246,7 @@ def prepare_rows(data, bound: int) -> PreparedRows:
 def _kept_by_row(prepared: PreparedRows, source: RandomSource) -> np.ndarray:
     """Kept cells of the over-bound rows, one row of Δ CSR positions per over-bound row."""
     bounded = prepared.bounded
-    kept = np.sort(sample_kept(bounded, source))  # a row's cells are contiguous in CSR order
+    kept = sample_kept(bounded, source)  # ascending: a row's Δ cells together, rows in order
     return kept.reshape(bounded.over_rows.size, bounded.bound)
 
 

@@ -85,24 +85,32 @@ def prepare_bound(data, bound: int) -> BoundedRows:
 
 
 def sample_kept(prepared: BoundedRows, source: RandomSource) -> np.ndarray:
-    """Positions (in the CSR arrays) of the cells kept in the over-bound rows: Δ per row, uniform.
+    """Positions (in the CSR arrays) of the cells kept in the over-bound rows: Δ per row, uniform; ascending.
 
-    A partial Fisher–Yates shuffle of every over row at once: at step s each row swaps its
-    s-th cell with a uniformly chosen one among cells s..L−1 (exact ``uniform_int``). After Δ
-    steps the first Δ cells of each row are a uniform random subset of its L cells. Cost:
-    Δ vector steps over the over rows, no sort.
+    Floyd's algorithm (Bentley & Floyd, CACM 1987) for every over row at once. A row of L > Δ
+    cells: for k = 0, …, Δ−1, with j = L − Δ + k, draw t uniformly from 0..j (exact
+    ``uniform_int``) and keep offset t, or offset j if t is kept already. Why the Δ kept
+    offsets are a uniform random Δ-subset of 0..L−1: by induction, after step k the k + 1
+    kept offsets are uniform among the (k+1)-subsets of 0..j. True for k = 0 (t uniform on
+    0..L−Δ). Step k: a (k+1)-subset T of 0..j comes out either as S ∪ {t} with t ∉ S, j ∉ T,
+    from each of the k + 1 subsets S = T − {t} (each of probability 1/C(j, k), t with
+    probability 1/(j+1)), or, when j ∈ T, with S = T − {j} and t ∈ S ∪ {j} (k + 1 draws
+    out of j + 1): both give (k+1)/((j+1)·C(j, k)) = 1/C(j+1, k+1). Each row draws exactly
+    Δ words; the work touches a Δ-column table, not the rows' cells. Each row's offsets are
+    sorted, so the positions come out ascending (a row's cells are contiguous, rows in order).
     """
     if prepared.over_positions.size == 0:
         return prepared.over_positions
-    shuffled = prepared.over_positions.copy()
     starts, lengths, bound = prepared.block_starts, prepared.over_lengths, prepared.bound
-    for step in range(bound):
-        here = starts + step
-        there = here + source.uniform_int(lengths - step)
-        held = shuffled[here]
-        shuffled[here] = shuffled[there]
-        shuffled[there] = held
-    return shuffled[(starts[:, None] + np.arange(bound)).ravel()]
+    dtype = np.int32 if int(lengths.max()) < 2**31 else np.int64
+    chosen = np.empty((lengths.size, bound), dtype=dtype)
+    for k in range(bound):
+        last = lengths - bound + k
+        drawn = source.uniform_int(last + 1).astype(dtype)
+        already = (chosen[:, :k] == drawn[:, None]).any(axis=1)
+        chosen[:, k] = np.where(already, last, drawn)
+    chosen.sort(axis=1)
+    return prepared.over_positions[(starts[:, None] + chosen).ravel()]
 
 
 def bounded_counts(data, prepared: BoundedRows, source: RandomSource) -> np.ndarray:

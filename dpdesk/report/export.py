@@ -181,8 +181,24 @@ def render_release(release, formats=("csv", "json"), *, data_hashes: dict | None
         hashes.update({name: sha256_bytes(c) for name, c in files.items()})
         metadata = release_metadata(release, hashes)
         metadata["values"] = json.loads(table.to_json(orient="records"))
-        files["release.json"] = json.dumps(metadata, indent=2, ensure_ascii=False, default=_json_default).encode("utf-8")
+        files["release.json"] = _json_with_one_value_a_line(metadata).encode("utf-8")
     return files
+
+
+def _json_with_one_value_a_line(metadata: dict) -> str:
+    """``metadata`` as indented JSON, its ``values`` one published row a line.
+
+    Python's indenting encoder is pure Python; the rows (tens of thousands) go through the C
+    encoder one by one instead, which makes a large release.json several times faster to write
+    and still readable line by line. The same JSON value as ``json.dumps(metadata, indent=2)``.
+    """
+    values = metadata["values"]
+    head = json.dumps({**metadata, "values": []}, indent=2, ensure_ascii=False, default=_json_default)
+    if not values:
+        return head
+    rows = ",\n    ".join(json.dumps(row, ensure_ascii=False, default=_json_default) for row in values)
+    before, after = head.rsplit('"values": []', 1)
+    return f'{before}"values": [\n    {rows}\n  ]{after}'
 
 
 PARQUET_METADATA_KEY = b"dpdesk.release"

@@ -66,7 +66,7 @@ def test_spark_statistics_equal_duckdbs(data_dir, name):
             assert np.array_equal(np.asarray(a)[order_got], np.asarray(b)[order_expected])
 
 
-@pytest.mark.parametrize("name", ["chess.dat.gz", "groceries.csv.gz", "hetrec2011-lastfm-2k_user_artists.dat.gz"])
+@pytest.mark.parametrize("name", FILES)
 @pytest.mark.parametrize("mechanism", sorted(PARAMS))
 def test_same_release_from_spark_duckdb_and_memory(data_dir, name, mechanism):
     memory, duck, spark = three(data_dir, name)

@@ -607,8 +607,10 @@ def test_calibrated_row_length_is_close_to_the_truth_on_bms_like_data():
 PAPER_RELEASES = {
     ("mushroom.dat.gz", 23, math.log(2), 0): (2, "10c044f19b215b31"),  # every row has 23 items
     ("mushroom.dat.gz", 23, math.log(2), 1): (2, "dcfa60fc145b3744"),
-    ("groceries.csv.gz", 4, 1.0, 0): (1, "58a0ee34282db9e4"),  # 4.4 items per basket on average
-    ("groceries.csv.gz", 4, 1.0, 2): (1, "3c6cea50e287864e"),
+    # 4.4 items per basket on average: rows over Δ are cut, and the cut draws changed when truncation moved
+    # to Floyd's sampler (issue 17; the same distribution, fewer and other words): pinned again then
+    ("groceries.csv.gz", 4, 1.0, 0): (1, "a167b84ee8d390d3"),
+    ("groceries.csv.gz", 4, 1.0, 2): (1, "8db1d1263b42679d"),
     ("chess.dat.gz", 37, 0.5, 0): (3, "9d34aa04dc126d5d"),  # every row has 37 items
     ("chess.dat.gz", 37, 0.5, 1): (3, "7e3b0d5ae73e66a9"),
 }

@@ -28,6 +28,25 @@ def test_rows_over_the_bound_keep_a_uniform_subset():
     assert stats.chisquare(counts).pvalue > 1e-6  # all 10 pairs equally likely
 
 
+@pytest.mark.parametrize("length, bound", [(6, 3), (4, 3), (9, 1)])
+def test_every_subset_of_the_declared_size_is_equally_likely(length, bound):
+    # Floyd's sampler (privacy.bounding.sample_kept), step by step: subsets of 3 of 6 (20), of 3 of 4 (4), and
+    # single items; a row within the bound alongside must stay whole
+    from dpdesk.privacy.bounding import sample_kept
+
+    matrix = sp.csr_matrix(np.vstack([np.ones(length), np.r_[np.ones(bound), np.zeros(length - bound)]]))
+    prepared = prepare_bound(matrix, bound)
+    source = resolve(11)
+    seen = {}
+    for _ in range(8000):
+        kept = sample_kept(prepared, source)
+        assert np.all(np.diff(kept) > 0) and kept.size == bound  # ascending, distinct, Δ of them
+        seen[tuple(matrix.indices[kept])] = seen.get(tuple(matrix.indices[kept]), 0) + 1
+    subsets = list(itertools.combinations(range(length), bound))
+    assert set(seen) == set(subsets)
+    assert stats.chisquare([seen[s] for s in subsets]).pvalue > 1e-6
+
+
 def test_bounded_counts_equal_counts_of_the_truncated_matrix():
     rng = np.random.default_rng(0)
     matrix = sp.csr_matrix((rng.random((200, 30)) < 0.3).astype(np.uint8))

@@ -223,3 +223,17 @@ def test_unknown_formats_and_reports_are_refused_before_anything_happens(dpdesk_
         release_to_files(data, "lpa", 0.5, {"bound": 4}, tmp_path / "c", formats=())
     assert Ledger.open().entries(kinds=("release",)) == []
     assert not any((tmp_path / name).exists() for name in "abc")
+
+
+def test_release_json_writes_one_row_a_line_and_the_same_json_value():
+    import json
+
+    from dpdesk.report.export import _json_with_one_value_a_line
+
+    tricky = 'a label that says "values": []'
+    metadata = {"mechanism": "lpa", tricky: 1, "values": [{"item": "aé", "noisy_count": 3}, {"item": tricky,
+                "noisy_count": 0}], "after": {"x": [1, 2]}}
+    text = _json_with_one_value_a_line(metadata)
+    assert json.loads(text) == metadata
+    assert '    {"item": "aé", "noisy_count": 3},\n' in text  # one published row a line
+    assert json.loads(_json_with_one_value_a_line({**metadata, "values": []})) == {**metadata, "values": []}
