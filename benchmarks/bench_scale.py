@@ -94,6 +94,9 @@ def main() -> int:
     parser.add_argument("--memory", action="store_true", help="also time the in-memory path (needs ~10 GB at 16 M)")
     parser.add_argument("--commands", default=",".join(COMMANDS))
     parser.add_argument("--clean", action="store_true", help="remove the generated files at the end")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="run each command this many times and report the median time (and the largest peak): "
+                             "a virtual machine's disk makes single runs vary by ±15%%")
     args = parser.parse_args()
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -116,12 +119,17 @@ def main() -> int:
             paths.insert(0, ("memory", "text", text))
         for engine, kind, path in paths:
             for command in commands:
-                with tempfile.TemporaryDirectory(dir=folder) as home:
-                    argv = [a.format(file=path) for a in COMMANDS[command]] + ["--engine", engine]
-                    if command != "inspect":
-                        argv += ["--items", "from-data", "--items-are-public", "--out", str(Path(home) / "out"),
-                                 "--dataset", f"scale-{rows}"]
-                    table[(rows, command, f"{engine}/{kind}")] = run(argv, Path(home))
+                runs = []
+                for _ in range(max(1, args.repeats)):
+                    with tempfile.TemporaryDirectory(dir=folder) as home:
+                        argv = [a.format(file=path) for a in COMMANDS[command]] + ["--engine", engine]
+                        if command != "inspect":
+                            argv += ["--items", "from-data", "--items-are-public", "--out", str(Path(home) / "out"),
+                                     "--dataset", f"scale-{rows}"]
+                        runs.append(run(argv, Path(home)))
+                times = sorted(r[0] for r in runs)
+                table[(rows, command, f"{engine}/{kind}")] = (times[len(times) // 2], max(r[1] for r in runs),
+                                                               all(r[2] for r in runs))
                 seconds, peak, ok = table[(rows, command, f"{engine}/{kind}")]
                 print(f"{rows:>11,} rows  {command:<10} {engine}/{kind:<8} {seconds:8.1f} s  {peak / 2**30:6.2f} GB"
                       + ("" if ok else "  FAILED"), flush=True)

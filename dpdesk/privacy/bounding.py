@@ -103,14 +103,15 @@ def sample_kept(prepared: BoundedRows, source: RandomSource) -> np.ndarray:
         return prepared.over_positions
     starts, lengths, bound = prepared.block_starts, prepared.over_lengths, prepared.bound
     dtype = np.int32 if int(lengths.max()) < 2**31 else np.int64
-    chosen = np.empty((lengths.size, bound), dtype=dtype)
+    chosen = np.empty((bound, lengths.size), dtype=dtype)  # step by row: each step's comparisons are contiguous
     for k in range(bound):
         last = lengths - bound + k
         drawn = source.uniform_int(last + 1).astype(dtype)
-        already = (chosen[:, :k] == drawn[:, None]).any(axis=1)
-        chosen[:, k] = np.where(already, last, drawn)
-    chosen.sort(axis=1)
-    return prepared.over_positions[(starts[:, None] + chosen).ravel()]
+        already = (chosen[:k] == drawn).any(axis=0)
+        chosen[k] = np.where(already, last, drawn)
+    offsets = np.ascontiguousarray(chosen.T)
+    offsets.sort(axis=1)
+    return prepared.over_positions[(starts[:, None] + offsets).ravel()]
 
 
 def bounded_counts(data, prepared: BoundedRows, source: RandomSource) -> np.ndarray:

@@ -235,8 +235,8 @@ MUTANTS: tuple[Mutant, ...] = (
            tests=[f"{GUARDS}::test_discovery_lists_at_most_k_labels_of_one_person"], covers=["discovery"]),
     Mutant("bounding-keeps-one-more",
            "bounding keeps Δ + 1 items of the people over the bound",
-           (Edit("dpdesk/privacy/bounding.py", "chosen = np.empty((lengths.size, bound), dtype=dtype)",
-                 "chosen = np.empty((lengths.size, bound + 1), dtype=dtype)"),
+           (Edit("dpdesk/privacy/bounding.py", "chosen = np.empty((bound, lengths.size), dtype=dtype)",
+                 "chosen = np.empty((bound + 1, lengths.size), dtype=dtype)"),
             Edit("dpdesk/privacy/bounding.py", "    for k in range(bound):\n        last = lengths - bound + k\n",
                  "    for k in range(bound + 1):\n        last = lengths - bound - 1 + k\n")),
            (f"{GUARDS}::test_bounding_keeps_at_most_delta_items_of_anyone",), ("bounding",)),
@@ -244,8 +244,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "Floyd's sampler forgets to replace an offset it drew twice: some people keep fewer items, and the "
            "kept ones are not a uniform subset",
            "dpdesk/privacy/bounding.py",
-           "chosen[:, k] = np.where(already, last, drawn)",
-           "chosen[:, k] = drawn",
+           "chosen[k] = np.where(already, last, drawn)",
+           "chosen[k] = drawn",
            tests=["tests/privacy/test_bounding.py::test_every_subset_of_the_declared_size_is_equally_likely[6-3]"],
            covers=["bounding"]),
     # --- the engine path (data held by DuckDB or Spark) ---------------------------------------------
