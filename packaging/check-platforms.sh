@@ -77,7 +77,9 @@ one_line_error() {   # the output of a refusal: a single line, no traceback
   [ "$(printf '%s\n' "$1" | sed '/^$/d' | wc -l)" = 1 ] && ! printf '%s' "$1" | grep -q Traceback
 }
 
-pdf_has_words() { pdftotext "$1" - 2>/dev/null | grep -qi "privacy" && pdftotext "$1" - | grep -q "0.69"; }
+# the text first, then the searches: `pdftotext | grep -q` under pipefail fails when grep stops reading early
+pdf_has_words() { local text; text="$(pdftotext "$1" - 2>/dev/null)" || return 1
+                  grep -qi "privacy" <<<"$text" && grep -q "0.69" <<<"$text"; }
 
 # check_cli CHROOT LABEL DPDESK: the command-line checks with the dpdesk program DPDESK
 # (inside the chroot); MODE bare accepts a one-line refusal of the PDF report
