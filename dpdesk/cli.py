@@ -75,8 +75,8 @@ def _add_import_arguments(parser) -> None:
     group.add_argument("--name", help="a name for the dataset in reports")
     group.add_argument("--engine", default="auto", choices=["auto", "memory", "duckdb", "spark"],
                        help="what reads the data: memory (the matrix in memory), duckdb (out of core, for data larger "
-                            "than memory), spark (a cluster, with --spark-master), or auto (default: duckdb for "
-                            "files over 256 MB)")
+                            "than memory), spark (a cluster, with --spark-master), or auto (default: in memory when "
+                            "the file fits with room for a release, else duckdb; duckdb for dpdesk convert's files)")
     group.add_argument("--spark-master", dest="spark_master", metavar="URL",
                        help="with --engine spark: the cluster's master URL (e.g. spark://host:7077, local[*])")
     group.add_argument("--sql", metavar="URL", help="read a database instead of a file: sqlite:///FILE.db or "
