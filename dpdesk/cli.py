@@ -719,7 +719,7 @@ def missing_library_message(error: BaseException) -> str | None:
     if "GLIBC" in text:
         return f"this machine's C library is too old for a part of dpdesk ({text.strip()})."
     if package:
-        return f"the system library {library} is missing; install the Debian package {package} (as root: apt-get install {package})."
+        return f"the system library {library} is missing; install the Debian/Ubuntu package {package} (as root: apt-get install {package})."
     return f"the system library {library} is missing ({text.strip()})."
 
 

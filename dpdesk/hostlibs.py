@@ -113,7 +113,7 @@ def missing_sentence(purpose: str) -> str | None:
     if not missing:
         return None
     listed = " ".join(missing)
-    return (f"{WHAT[purpose]} needs system libraries this machine lacks; install the Debian "
+    return (f"{WHAT[purpose]} needs system libraries this machine lacks; install the Debian/Ubuntu "
             f"package{'s' if len(missing) > 1 else ''} {', '.join(missing)} (as root: apt-get install {listed}).")
 
 

@@ -2,10 +2,11 @@
 # Run the bundle and the wheelhouse in minimal Debian systems without network, as a steward
 # would on a secured machine:
 #
-#   bash packaging/check-platforms.sh [--bundle ARCHIVE] [--wheelhouse DIR] [11] [12] [13]
+#   bash packaging/check-platforms.sh [--bundle ARCHIVE] [--wheelhouse DIR] [11] [12] [13] [22.04]
 #
 # (default: packaging/dist/dpdesk-VERSION-linux-x86_64.tar.gz, packaging/wheelhouse, all
-# three). For each Debian release, in a chroot made with debootstrap (minbase) and cached in
+# four: Debian 11, 12, 13 and Ubuntu 22.04, the oldest system with the glibc the window needs).
+# For each system, in a chroot made with debootstrap (minbase) and cached in
 # $DPDESK_CACHE (default /work/cache), with the network cut off (unshare --net) and every
 # change thrown away afterwards (an overlay):
 #   bare   the base system alone: the bundle's --version, sample, inspect and a release with
@@ -30,11 +31,11 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --bundle) archive="$2"; shift 2 ;;
     --wheelhouse) wheelhouse="$2"; shift 2 ;;
-    11|12|13) releases+=("$1"); shift ;;
-    *) echo "usage: check-platforms.sh [--bundle ARCHIVE] [--wheelhouse DIR] [11] [12] [13]" >&2; exit 2 ;;
+    11|12|13|22.04) releases+=("$1"); shift ;;
+    *) echo "usage: check-platforms.sh [--bundle ARCHIVE] [--wheelhouse DIR] [11] [12] [13] [22.04]" >&2; exit 2 ;;
   esac
 done
-[ ${#releases[@]} -gt 0 ] || releases=(11 12 13)
+[ ${#releases[@]} -gt 0 ] || releases=(11 12 13 22.04)
 [ "$(id -u)" = 0 ] || { echo "check-platforms: needs root (chroot, namespaces)" >&2; exit 1; }
 for tool in debootstrap Xvfb xwininfo xwdtopnm pnmtopng pdftotext; do
   command -v "$tool" >/dev/null || { echo "check-platforms: needs $tool (apt-get install debootstrap xvfb x11-utils netpbm poppler-utils)" >&2; exit 1; }
@@ -147,36 +148,38 @@ check_window() {
 }
 
 for release in "${releases[@]}"; do
-  case "$release" in 11) suite=bullseye ;; 12) suite=bookworm ;; 13) suite=trixie ;; esac
-  echo "Debian $release ($suite)"
+  case "$release" in 11) suite=bullseye ;; 12) suite=bookworm ;; 13) suite=trixie ;; 22.04) suite=jammy ;; esac
+  system="$(system_name "$suite")"
+  tag="$(printf '%s' "$system" | tr 'A-Z ' 'a-z-')"   # debian-11, ubuntu-22.04: labels and screenshots
+  echo "$system ($suite)"
   bare="$(make_chroot "$suite" "$suite-bare")"
   host="$(make_chroot "$suite" "$suite-host" $(python3 "$root/dpdesk/hostlibs.py" --packages window) python3-venv)"
   glibc="$(run "$bare" ldd --version 2>/dev/null | sed -n 1p | grep -oE '[0-9]+\.[0-9]+$')"
   python="$(run "$host" python3 --version 2>&1)"
   echo "  glibc $glibc, $python"
   before=$failed
-  check_cli "$bare" "debian-$release-bare-bundle" /mnt/host/bundle/dpdesk/dpdesk bare
-  check_window "$bare" "debian-$release-bare-bundle" /mnt/host/bundle/dpdesk/dpdesk bare
-  check_cli "$host" "debian-$release-bundle" /mnt/host/bundle/dpdesk/dpdesk host
-  check_window "$host" "debian-$release-bundle" /mnt/host/bundle/dpdesk/dpdesk host
+  check_cli "$bare" "$tag-bare-bundle" /mnt/host/bundle/dpdesk/dpdesk bare
+  check_window "$bare" "$tag-bare-bundle" /mnt/host/bundle/dpdesk/dpdesk bare
+  check_cli "$host" "$tag-bundle" /mnt/host/bundle/dpdesk/dpdesk host
+  check_window "$host" "$tag-bundle" /mnt/host/bundle/dpdesk/dpdesk host
   bundle_result=$([ "$failed" = "$before" ] && echo pass || echo FAIL)
 
   before=$failed
   output="$(run "$host" sh -c 'bash /mnt/host/wheelhouse/install-offline.sh /mnt/host/wheelhouse /tmp/venv' 2>&1)" && status=0 || status=$?
   if [ "$status" = 0 ]; then
-    ok "debian-$release-wheelhouse: install-offline.sh ($(printf '%s\n' "$output" | grep Installed))"
+    ok "$tag-wheelhouse: install-offline.sh ($(printf '%s\n' "$output" | grep Installed))"
     # the venv lives in the overlay, which the next runs see: the checks run on it
-    check_cli "$host" "debian-$release-wheelhouse" /tmp/venv/bin/dpdesk host
-    check_window "$host" "debian-$release-wheelhouse" /tmp/venv/bin/dpdesk host
+    check_cli "$host" "$tag-wheelhouse" /tmp/venv/bin/dpdesk host
+    check_window "$host" "$tag-wheelhouse" /tmp/venv/bin/dpdesk host
     wheel_result=$([ "$failed" = "$before" ] && echo pass || echo FAIL)
   elif one_line_error "$output" && printf '%s' "$output" | grep -q "no Python 3.11, 3.12 or 3.13"; then
-    ok "debian-$release-wheelhouse: refused in one line: ${output:0:150}…"
+    ok "$tag-wheelhouse: refused in one line: ${output:0:150}…"
     wheel_result="not supported ($python)"
   else
-    bad "debian-$release-wheelhouse: install-offline.sh (status $status): $output"
+    bad "$tag-wheelhouse: install-offline.sh (status $status): $output"
     wheel_result=FAIL
   fi
-  summary+=("Debian $release (glibc $glibc, $python): bundle $bundle_result; wheelhouse $wheel_result")
+  summary+=("$system (glibc $glibc, $python): bundle $bundle_result; wheelhouse $wheel_result")
 done
 
 echo

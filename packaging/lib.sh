@@ -40,40 +40,75 @@ write_sha256sums() {
   chmod 644 "$dir/SHA256SUMS"
 }
 
-# --- Debian chroots (build-bundle.sh builds in Debian 11; check-platforms.sh runs in 11, 12, 13) ---
+# --- chroots (build-bundle.sh builds in Debian 11; check-platforms.sh runs in Debian 11, 12, 13, Ubuntu 22.04) ---
 
 # The cache for chroots and Python builds: outside the repository, reused across runs.
 DPDESK_CACHE="${DPDESK_CACHE:-/work/cache}"
 DEBIAN_MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+UBUNTU_MIRROR="${UBUNTU_MIRROR:-http://archive.ubuntu.com/ubuntu}"
+# Ubuntu's archive key (2018), the fingerprint Ubuntu publishes: the anchor for the keyring
+# fetched from Ubuntu's archive, since this Debian machine has no Ubuntu keyring of its own
+UBUNTU_ARCHIVE_KEY=F6ECB3762474EDA9D21B7022871920D1991BC93C
+UBUNTU_KEYRING_DEB=pool/main/u/ubuntu-keyring/ubuntu-keyring_2021.03.26_all.deb
 
-# debian_version SUITE: the Debian release number of a suite name.
-debian_version() {
-  case "$1" in bullseye) echo 11 ;; bookworm) echo 12 ;; trixie) echo 13 ;; *) echo "?" ;; esac
+# ubuntu_keyring: the path of Ubuntu's archive keyring, fetched once into the cache and
+# refused unless it holds the key UBUNTU_ARCHIVE_KEY (debootstrap then checks every package
+# against it).
+ubuntu_keyring() {
+  local folder="$DPDESK_CACHE/keyrings" keyring="$DPDESK_CACHE/keyrings/ubuntu-archive-keyring.gpg"
+  if [ ! -f "$keyring" ]; then
+    mkdir -p "$folder"
+    local scratch; scratch="$(mktemp -d)"
+    curl -fsS -o "$scratch/keyring.deb" "$UBUNTU_MIRROR/$UBUNTU_KEYRING_DEB" &&
+      dpkg-deb -x "$scratch/keyring.deb" "$scratch/x" &&
+      cp "$scratch/x/usr/share/keyrings/ubuntu-archive-keyring.gpg" "$keyring.tmp" || { rm -rf "$scratch"; return 1; }
+    rm -rf "$scratch"
+    if ! gpg --show-keys --with-colons "$keyring.tmp" 2>/dev/null | grep -q "^fpr:*$UBUNTU_ARCHIVE_KEY:"; then
+      rm -f "$keyring.tmp"; echo "ubuntu_keyring: the fetched keyring lacks Ubuntu's archive key $UBUNTU_ARCHIVE_KEY" >&2; return 1
+    fi
+    mv "$keyring.tmp" "$keyring"
+  fi
+  echo "$keyring"
 }
 
-# make_chroot SUITE NAME [PACKAGE...]: a cached Debian chroot $DPDESK_CACHE/chroots/NAME,
-# made with debootstrap (minbase) from the Debian archive, with the security updates and
-# PACKAGEs installed. Made once; printed path on stdout. Needs root and the network.
+# system_name SUITE: the system a suite name is, in words.
+system_name() {
+  case "$1" in bullseye) echo "Debian 11" ;; bookworm) echo "Debian 12" ;; trixie) echo "Debian 13" ;;
+               jammy) echo "Ubuntu 22.04" ;; *) echo "$1" ;; esac
+}
+
+# make_chroot SUITE NAME [PACKAGE...]: a cached chroot $DPDESK_CACHE/chroots/NAME, made with
+# debootstrap (minbase) from the Debian archive (bullseye, bookworm, trixie) or Ubuntu's
+# (jammy), with the security updates and PACKAGEs installed. Made once; printed path on
+# stdout. Needs root and the network.
 make_chroot() {
   local suite="$1" name="$2"; shift 2
   local root="$DPDESK_CACHE/chroots/$name" base="$DPDESK_CACHE/chroots/$suite-minbase"
-  local wanted="$*"
+  local wanted="$*" mirror="$DEBIAN_MIRROR" keyring=() sources
   if [ -f "$root/.dpdesk-ready" ] && [ "$(cat "$root/.dpdesk-ready")" = "$wanted" ]; then echo "$root"; return 0; fi
   command -v debootstrap >/dev/null 2>&1 || { echo "make_chroot: needs debootstrap (apt-get install debootstrap)" >&2; return 1; }
+  if [ "$suite" = jammy ]; then
+    mirror="$UBUNTU_MIRROR"
+    local ubuntu_keys; ubuntu_keys="$(ubuntu_keyring)" || return 1
+    keyring=("--keyring=$ubuntu_keys")
+    sources="$(printf 'deb %s %s main universe\n' "$mirror" "$suite" "$mirror" "$suite-updates" "$mirror" "$suite-security")"
+  else
+    local security="${DEBIAN_MIRROR%/debian}/debian-security"
+    sources="$(printf 'deb %s %s main\ndeb %s %s-updates main\ndeb %s %s-security main\n' \
+      "$mirror" "$suite" "$mirror" "$suite" "$security" "$suite")"
+  fi
   mkdir -p "$DPDESK_CACHE/chroots"
   if [ ! -d "$base" ]; then
     echo "debootstrap $suite (minbase) into $base" >&2
     rm -rf "$base.tmp"
-    debootstrap --variant=minbase "$suite" "$base.tmp" "$DEBIAN_MIRROR" >&2
+    debootstrap --variant=minbase "${keyring[@]}" "$suite" "$base.tmp" "$mirror" >&2
     mv "$base.tmp" "$base"
   fi
   if [ ! -f "$root/.dpdesk-ready" ]; then   # a new chroot; one made before only gets the new packages
     rm -rf "$root"
     cp -a "$base" "$root"
   fi
-  local security="${DEBIAN_MIRROR%/debian}/debian-security"
-  printf 'deb %s %s main\ndeb %s %s-updates main\ndeb %s %s-security main\n' \
-    "$DEBIAN_MIRROR" "$suite" "$DEBIAN_MIRROR" "$suite" "$security" "$suite" > "$root/etc/apt/sources.list"
+  printf '%s\n' "$sources" > "$root/etc/apt/sources.list"
   cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
   in_chroot "$root" --net sh -c "export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
     apt-get upgrade -y -qq >/dev/null && { [ \$# -eq 0 ] || apt-get install -y -qq --no-install-recommends \"\$@\" >/dev/null; } &&

@@ -487,7 +487,7 @@ def test_a_library_qt_cannot_load_is_one_line(monkeypatch, capsys):
     parser._subparsers._group_actions[0].choices["mechanisms"].set_defaults(func=needs_libgl)
     assert cli.main(["mechanisms"]) == 1
     err = capsys.readouterr().err
-    assert err == ("dpdesk: error: the system library libGL.so.1 is missing; install the Debian package libgl1 "
+    assert err == ("dpdesk: error: the system library libGL.so.1 is missing; install the Debian/Ubuntu package libgl1 "
                    "(as root: apt-get install libgl1).\n")
 
 
