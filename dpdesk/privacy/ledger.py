@@ -636,6 +636,25 @@ class Ledger:
             return self._check(conn)[0]
 
     def _check(self, conn) -> tuple[LedgerProblem | None, int, str]:
+        """The first problem (or None) with the last entry's id and hash, all read at one moment.
+
+        The chain, the head row, SQLite's sequence and the head file must be read from one
+        state: read statement by statement (autocommit), a release another process committed
+        in between looked like entries deleted at the end. Outside a write transaction the
+        check therefore holds a read transaction: in SQLite's rollback-journal mode (the
+        ledger's) no writer commits while it is held, and the head file, replaced only after
+        a commit, is then never ahead of what the check reads.
+        """
+        if conn.in_transaction:  # a write transaction (BEGIN IMMEDIATE): already one state
+            return self._check_state(conn)
+        conn.execute("BEGIN")
+        try:
+            return self._check_state(conn)
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+
+    def _check_state(self, conn) -> tuple[LedgerProblem | None, int, str]:
         problem, last_id, last_hash, ledger_id = _find_problem(conn)
         if problem is not None:
             return problem, 0, ""

@@ -613,6 +613,42 @@ def test_concurrent_records_keep_one_chain(ledger, data):
     assert ledger.totals()["small"].spent == pytest.approx(0.24)
 
 
+def test_checks_while_another_process_records_never_see_a_broken_ledger(ledger, data):
+    """A check reads the chain, the head row, SQLite's sequence and the head file: all from one
+    moment. Read one by one, a release committed in between looked like entries deleted at
+    the end, and a release next to a running one was refused with a false alarm."""
+    fingerprint = data.origin.fingerprint
+    releases = [secure_release(data, 0.001) for _ in range(40)]
+    problems, stop = [], threading.Event()
+
+    def keep_checking():
+        reader = Ledger.open(ledger.path)
+        while not stop.is_set():
+            try:
+                problem = reader.verify()
+                reader.check("small", 0.001, fingerprint=fingerprint)
+            except Exception as error:  # reported below
+                problem = error
+            if problem is not None:
+                problems.append(problem)
+                return
+
+    readers = [threading.Thread(target=keep_checking) for _ in range(3)]
+    for thread in readers:
+        thread.start()
+    writer = Ledger.open(ledger.path)
+    for release in releases:
+        writer.record(release, fingerprint, {"release.csv": HASH})
+    stop.set()
+    for thread in readers:
+        thread.join()
+    assert problems == []
+    assert len(ledger.entries()) == 41 and ledger.verify() is None
+    # the argument holds in rollback-journal mode; in WAL mode a writer commits during a read
+    with sqlite3.connect(ledger.path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal"
+
+
 # -- CLI ---------------------------------------------------------------------------------------------
 def test_cli_ledger_commands(dpdesk_home, data, tmp_path, capsys):
     csv = write_csv(tmp_path / "data.csv", data.origin)
