@@ -166,7 +166,7 @@ class MainWindow(QMainWindow):
         self.state.dataset_changed.connect(self._title)
         self.state.ledger_changed.connect(self._ledger_summary)
         self.state.dataset_changed.connect(self._ledger_summary)
-        self.steps.currentRowChanged.connect(lambda _row: self.update_next_step())
+        self.steps.currentRowChanged.connect(self._page_changed)
         for signal in (self.state.dataset_changed, self.state.config_changed, self.state.comparison_changed,
                        self.state.release_changed, self.state.ledger_changed, self.state.exported):
             signal.connect(self.update_next_step)
@@ -347,6 +347,12 @@ class MainWindow(QMainWindow):
             compared=state.comparison is not None, released=state.release is not None,
             exported=state.exported_to is not None, cells=state.dataset.kind == "cells",
             publication_declared=bool(state.dataset_name) and state.domain_declaration is not None)
+
+    def _page_changed(self, _row: int) -> None:
+        # a passing message belongs to the page it came from ("Loaded …" on Data): on another
+        # page it would hide that page's next step for its remaining seconds
+        self.statusBar().clearMessage()
+        self.update_next_step()
 
     def update_next_step(self) -> None:
         self.next_step_label.setText(guidance.next_step(self.current_page(), self.progress()))

@@ -176,3 +176,11 @@ def test_a_passing_message_gives_way_to_the_next_step(window, qtbot):
     assert window.statusBar().currentMessage() == "Saved."
     qtbot.waitUntil(lambda: window.statusBar().currentMessage() == "", timeout=3000)
     assert window.next_step_label.isVisible() and window.next_step_label.text().startswith("Next")
+
+
+def test_going_to_another_page_clears_a_passing_message(window, qtbot):
+    window.steps.setCurrentRow(0)
+    window.statusBar().showMessage("Loaded groceries.csv.", 10_000)
+    window.steps.setCurrentRow(3)
+    assert window.statusBar().currentMessage() == ""
+    assert window.next_step_label.isVisible() and "planner" in window.next_step_label.text()
