@@ -139,6 +139,7 @@ class ReleasePage(QWidget):
         self.override = QCheckBox("Release anyway, above the cap (the override is recorded in the ledger)")
         self.override.setVisible(False)
         budget_layout.addWidget(self.override)
+        budget_layout.addStretch(1)  # the figures at the top of the box, not floating in its middle
         top.addWidget(budget, 2)
         outer.addLayout(top)
         outer.addWidget(Banner("Pressing <b>Run release</b> draws secure random noise and records the release in the "
@@ -282,8 +283,9 @@ class ReleasePage(QWidget):
         after = status.spent + epsilon
         self.ledger_text.setText(f"<b>{name}</b>: ε = {status.spent:.4g} spent so far in "
                                  f"{status.releases} release(s) ({cap}).<br>"
-                                 f"A release at ε = {epsilon:.4g} adds that much → total <b>{after:.4g}</b> "
-                                 "(releases about the same people add up: sequential composition).")
+                                 f"The next release, at ε = {epsilon:.4g}, would bring the total to "
+                                 f"<b>{after:.4g}</b> (releases about the same people add up: sequential "
+                                 "composition).")
         exceeds = status.cap is not None and after > status.cap + 1e-12
         self.cap_warning.setVisible(exceeds)
         self.override.setVisible(exceeds)
