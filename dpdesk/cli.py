@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .errors import DpdeskError, ParameterError
+from .errors import DpdeskError, ExportError, ParameterError
 
 EXIT_USAGE = 2
 # the GUI's colour themes (dpdesk.gui.theme.THEMES, not imported here: the CLI runs without Qt)
@@ -92,6 +92,9 @@ def _load(args):
 
     if getattr(args, "sql", None):
         from .engine.sql import load_sql
+
+        if getattr(args, "file", None):
+            raise ParameterError(f"Give either a data file ({args.file}) or --sql URL --query …, not both.")
 
         options = _import_options(args)
         return load_sql(args.sql, args.query, "pairs" if args.format == "auto" else args.format,
@@ -247,6 +250,8 @@ def cmd_release(args) -> int:
     else:
         if not args.file and not args.sql:
             raise ParameterError("Give a data FILE (or --project FILE, or --sql URL --query …).")
+        if args.file and args.sql:  # before anything is read or spent: which data, and whose budget?
+            raise ParameterError(f"Give either a data file ({args.file}) or --sql URL --query …, not both.")
         if not args.mechanism or args.epsilon is None:
             raise ParameterError("Give --mechanism and --epsilon (see `dpdesk mechanisms`).")
         if args.engine == "spark" and not args.spark_master:
@@ -282,9 +287,20 @@ def cmd_release(args) -> int:
 def cmd_convert(args) -> int:
     from .engine.sources import convert
 
+    from .workflow import require_writable_folder
+
     options = _import_options(args)
     options.pop("name", None)
-    print(convert(args.file, args.out, format=args.format, **options))
+    try:
+        require_writable_folder(Path(os.path.abspath(args.out)).parent, "The output file's folder",
+                                "Nothing was written.")
+        written = convert(args.file, args.out, format=args.format, **options)
+    except OSError as error:  # the output cannot be written: read-only, a full disk, a name too long
+        if missing_library_message(error) is not None:
+            raise
+        reason = error.strerror or (os.strerror(error.errno) if error.errno else str(error))
+        raise ExportError(f"Cannot write {args.out}: {reason}. Nothing was written.") from None
+    print(written)
     return 0
 
 
@@ -690,6 +706,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:
+        # the reader of our output went away (`… | head`): the work itself is done (a release is
+        # recorded and written), so no failure status that would make a script run it again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except DpdeskError as error:
         print(f"dpdesk: error: {error}", file=sys.stderr)
         return EXIT_USAGE

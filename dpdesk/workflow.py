@@ -134,24 +134,21 @@ def prepare_export(out_dir, names, *, force: bool = False) -> ExportTarget:
     """
     folder = Path(out_dir).expanduser()
     absolute = Path(os.path.abspath(folder))
-    existing = absolute
-    while not existing.exists():
-        if existing.parent == existing:
-            break
-        existing = existing.parent
-    if existing.exists() and not existing.is_dir():
-        what = "is a file" if existing == absolute else f"lies under {existing}, which is a file"
-        raise ExportError(f"The output folder {folder} {what}. Choose a folder. No noise was drawn.")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ExportError(f"Cannot write to {existing}: permission denied. Choose another output folder. "
-                          "No noise was drawn.")
-    for name in names:
-        path = absolute / name
-        if path.is_dir():
-            raise ExportError(f"{folder / name} is a folder; cannot write a file there. No noise was drawn.")
-        if path.exists() and not force:
-            raise ExportError(f"{folder / name} already exists. Choose another folder, or allow overwriting "
-                              "(--force on the command line). No noise was drawn.")
+    try:
+        # the files are staged beside the folder, then moved in: both places must take a file
+        require_writable_folder(absolute, "The output folder")
+        if absolute.is_dir():
+            require_writable_folder(absolute.parent, "The output folder's parent")
+        for name in names:
+            path = absolute / name
+            if path.is_dir():
+                raise ExportError(f"{folder / name} is a folder; cannot write a file there. No noise was drawn.")
+            if path.exists() and not force:
+                raise ExportError(f"{folder / name} already exists. Choose another folder, or allow overwriting "
+                                  "(--force on the command line). No noise was drawn.")
+    except OSError as error:  # a name too long, a loop of links…
+        raise ExportError(f"Cannot use {folder} as the output folder: {error.strerror or error}. No noise was "
+                          "drawn.") from None
     lock = _lock_folder(absolute)
     if not force:  # the folder may have changed while we waited for nothing: check again under the lock
         for name in names:
@@ -160,6 +157,32 @@ def prepare_export(out_dir, names, *, force: bool = False) -> ExportTarget:
                 lock.close()
                 raise ExportError(f"{folder / name} already exists. No noise was drawn.")
     return ExportTarget(absolute, list(names), force, lock)
+
+
+def require_writable_folder(folder: Path, what: str, consequence: str = "No noise was drawn.") -> None:
+    """``ExportError`` (nothing spent) unless a file can be made in ``folder`` or, when it does
+    not exist yet, in its nearest existing ancestor (where it would be created).
+
+    Tried, not inferred from permission bits: root may write anywhere by the bits, yet not in
+    /proc, on a read-only mount or a full disk.
+    """
+    existing = folder
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        where = "is a file" if existing == folder else f"lies under {existing}, which is a file"
+        raise ExportError(f"{what} {folder} {where}. Choose a folder. {consequence}")
+    try:
+        probe = tempfile.mkdtemp(dir=existing, prefix=".dpdesk-write-test-")
+        os.rmdir(probe)
+    except PermissionError:
+        raise ExportError(f"Cannot write to {existing}: permission denied. Choose another folder. "
+                          f"{consequence}") from None
+    except OSError as error:
+        raise ExportError(f"Cannot write to {existing}: {error.strerror or error}. Choose another folder. "
+                          f"{consequence}") from None
 
 
 def _lock_folder(folder: Path):
@@ -547,7 +570,8 @@ def _prepend(release, discovery: BudgetSplit, total: float) -> None:
 def export_release(release, data, out_dir, *, formats=("csv", "json"), reports=(), internal_report: bool = False,
                    internal_dir=None, force: bool = False, pdf_writer: Callable[[str], bytes] | None = None,
                    comparison=None, files: dict | None = None, target: ExportTarget | None = None,
-                   progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> list[Path]:
+                   progress: ProgressFn | None = None, cancel: CancelToken | None = None,
+                   advise_reexport: bool = True) -> list[Path]:
     """Step 6: write a recorded, secure release's files and reports, whole or not at all.
 
     The internal report (true figures) goes to ``internal_dir`` (default: the steward's
@@ -595,7 +619,7 @@ def export_release(release, data, out_dir, *, formats=("csv", "json"), reports=(
         if internal is not None:
             paths.extend(_write_internal(internal, release, internal_dir))
     except DpdeskError as error:
-        if entry is None:
+        if entry is None or not advise_reexport:
             raise
         raise type(error)(_after_recording(str(error), entry, out_dir)) if isinstance(error, ExportError) else \
             ExportError(_after_recording(str(error), entry, out_dir)) from None
@@ -608,7 +632,8 @@ def export_release(release, data, out_dir, *, formats=("csv", "json"), reports=(
 
 def _after_recording(message: str, entry: int, out_dir) -> str:
     return (f"{message} The release itself succeeded: its ε was recorded as spent (ledger entry #{entry}); run "
-            f"`dpdesk export --entry {entry} --out {out_dir}` to write the files.")
+            f"`dpdesk export --entry {entry} --out FOLDER` with a folder that can take the files (such as "
+            f"{out_dir}, once the problem is fixed) to write them without new noise.")
 
 
 def _write_internal(contents: dict[str, bytes], release, internal_dir) -> list[Path]:
@@ -667,6 +692,14 @@ def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *,
                              override_cap=override_cap, carried=loaded.domain if carried else None)
     if "pdf" in reports and pdf_writer is None:
         from .report.pdf import html_to_pdf as pdf_writer  # fails now (a missing library), not after the noise
+    if internal_report:  # the internal report cannot be written again later: its folder must work now
+        try:
+            require_writable_folder(Path(os.path.abspath(Path(internal_dir).expanduser()))
+                                    if internal_dir is not None else internal_reports_dir(),
+                                    "The internal report's folder")
+        except OSError as error:
+            raise ExportError(f"Cannot use {internal_dir} for the internal report: {error.strerror or error}. "
+                              "No noise was drawn.") from None
     with prepare_export(out_dir, names, force=force) as target:
         if loaded is None:
             progress(0.02, "Reading the data")
@@ -712,6 +745,6 @@ def reexport(entry_id: int, out_dir, *, formats=("csv", "json"), reports=(), for
             raise ExportError(f"Re-rendering entry #{entry_id} gives a {name} different from the one recorded "
                               "(a different dpdesk version?); nothing was written.")
     written = Written(export_release(release, None, out_dir, formats=formats, reports=reports, force=force,
-                                     pdf_writer=pdf_writer, files=files))
+                                     pdf_writer=pdf_writer, files=files, advise_reexport=False))
     written.release = release
     return written

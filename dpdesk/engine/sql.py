@@ -17,6 +17,7 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import urlparse
 
+from ..data.dataset import CellCounts
 from ..errors import DataError, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress
 from .backend import EngineError, open_engine
@@ -176,6 +177,9 @@ def load_sql(url: str, query: str, format: str = "pairs", *, name: str | None = 
         reader_sql = f"(SELECT * FROM {table})"
         dataset = table_dataset(backend, reader_sql, names, format, options, path=None, name=name or "query",
                                 record=record, line_offset=1, progress=progress, cancel=cancel)
+        people = dataset.total if isinstance(dataset, CellCounts) else dataset.n_rows
+        if people == 0:  # as an empty file is refused: a release of nothing would spend ε for nothing
+            raise DataError("the query returned no rows", expected="at least one person")
         return _owned(dataset, backend)
     except BaseException:
         backend.close()

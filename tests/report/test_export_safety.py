@@ -49,9 +49,16 @@ def test_a_bad_output_place_is_refused_before_any_noise(where, data, tmp_path, d
         (tmp_path / "locked").mkdir()
         (tmp_path / "locked").chmod(0o500)
         if os.access(tmp_path / "locked", os.W_OK):  # root writes anywhere: pretend it cannot, there
-            real_access = os.access
-            monkeypatch.setattr(os, "access", lambda path, mode: "locked" not in str(path) and
-                                real_access(path, mode))
+            import dpdesk.workflow as workflow
+
+            real_mkdtemp = workflow.tempfile.mkdtemp
+
+            def mkdtemp(*args, dir=None, **kwargs):
+                if "locked" in str(dir):
+                    raise PermissionError(13, "Permission denied")
+                return real_mkdtemp(*args, dir=dir, **kwargs)
+
+            monkeypatch.setattr(workflow.tempfile, "mkdtemp", mkdtemp)
     drawn = []
     monkeypatch.setattr(SecureRandom, "words", lambda self, count: drawn.append(count))
     with pytest.raises(ExportError, match="No noise was drawn"):
@@ -179,3 +186,67 @@ def test_kill_at_each_point_of_an_export(point, data, tmp_path, dpdesk_home):
     assert sorted(p.name for p in out.iterdir()) == ["privacy-report.html", "release.csv", "release.json",
                                                      "release.parquet"]
     assert not list(out.parent.glob(f"{STAGING_PREFIX}*"))  # the crashed export's staging was cleared
+
+
+# --- places that cannot take a file, found before any noise (an outsider's review) ---------------
+
+def release_args(csv, out, *extra):
+    return ["release", str(csv), "--mechanism", "lpa", "--epsilon", "0.5", "--bound", "3", *PUBLIC,
+            "--out", str(out), *extra]
+
+
+def test_an_internal_report_folder_that_is_a_file_is_refused_before_any_noise(data, tmp_path, dpdesk_home,
+                                                                              capsys):
+    """The internal report cannot be written again later (export writes public files only), so its
+    folder is checked with the output folder — before, ε was spent and the public files written."""
+    csv = write_csv(tmp_path / "shop.csv", data.origin)
+    (tmp_path / "taken").write_text("a file")
+    assert cli.main(release_args(csv, tmp_path / "out", "--internal-report", "--internal-out",
+                                 str(tmp_path / "taken"))) == 2
+    err = capsys.readouterr().err
+    assert "is a file" in err and "No noise was drawn" in err and "Traceback" not in err
+    assert spent() == 0 and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("where", ["proc", "long name"])
+def test_a_folder_no_file_can_be_made_in_is_refused_before_any_noise(where, data, tmp_path, dpdesk_home, capsys):
+    """Tried, not read from permission bits: root may write anywhere by the bits, yet not in /proc;
+    a name too long for the file system was a traceback."""
+    csv = write_csv(tmp_path / "shop.csv", data.origin)
+    out = Path("/proc/dpdesk-out") if where == "proc" else tmp_path / ("x" * 300)
+    assert cli.main(release_args(csv, out)) == 2
+    err = capsys.readouterr().err
+    assert "No noise was drawn" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert spent() == 0
+
+
+def test_a_failed_reexport_does_not_advise_itself(data, tmp_path, dpdesk_home, capsys):
+    csv = write_csv(tmp_path / "shop.csv", data.origin)
+    assert cli.main(release_args(csv, tmp_path / "out")) == 0
+    entry = Ledger.open().entries(kinds=("release",))[-1].id
+    capsys.readouterr()
+    assert cli.main(["export", "--entry", str(entry), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "already exists" in err and "dpdesk export --entry" not in err
+
+
+def test_a_closed_output_pipe_after_a_release_is_not_a_failure(data, tmp_path, dpdesk_home):
+    """`dpdesk release … | head -0`: the release is recorded and written; a failure status would
+    make a script run it again and spend ε twice."""
+    csv = write_csv(tmp_path / "shop.csv", data.origin)
+    read, write = os.pipe()
+    os.close(read)  # nobody will read what dpdesk prints
+    run = subprocess.run([sys.executable, "-m", "dpdesk.cli", *release_args(csv, tmp_path / "out")], stdout=write,
+                         stderr=subprocess.PIPE, text=True, timeout=300,
+                         env={**os.environ, "DPDESK_HOME": str(dpdesk_home)})
+    os.close(write)
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+    assert spent() == pytest.approx(0.5) and (tmp_path / "out" / "release.csv").exists()
+
+
+def test_convert_into_a_place_that_takes_no_file_is_one_line(data, tmp_path, dpdesk_home, capsys):
+    csv = write_csv(tmp_path / "shop.csv", data.origin)
+    for out in ("/proc/dpdesk.parquet", str(tmp_path / ("y" * 300 + ".parquet"))):
+        assert cli.main(["convert", str(csv), out]) == 2
+        err = capsys.readouterr().err
+        assert "Nothing was written" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
