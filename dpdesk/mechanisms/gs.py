@@ -583,8 +583,10 @@ class _Grouping(Mechanism):
 
     @staticmethod
     def group_words(w: int, declared) -> str:
-        """"8 items" (w = Δ), or "3 items (w = Δ′ = min(Δ, d))" when d is below the declared Δ."""
-        return items_text(w) if bound_symbol(w, declared) == "Δ" else f"{items_text(w)} (w = Δ′ = min(Δ, d))"
+        """"8 items" (w = Δ), or "3 items (w = Δ′ = min(Δ, d) = 3)" when d is below the declared Δ."""
+        if bound_symbol(w, declared) == "Δ":
+            return items_text(w)
+        return f"{items_text(w)} (w = Δ′ = min(Δ, d) = {w:,})"
 
     def public_facts(self, data, params):
         facts = super().public_facts(data, params)
