@@ -464,6 +464,9 @@ def counts_error(scale: float, count: int, *, clamped: bool = False, discrete: b
     else:
         z95 = laplace_quantile(scale, 0.95)
         mean_abs = scale
+    # the errors of whole counts published as whole numbers are whole: rounded up (never down, as the margin95
+    # column is), so that the text and the "Error to expect" table quote the same figure
+    z95 = float(math.ceil(z95 * (1 - 1e-12)))
     text = f"95% of counts lie within ±{z95:,.0f} of the count without noise (noise scale {scale:,.3g}); " \
            f"the average error from the noise is about {mean_abs:,.2f}."
     if clamped:

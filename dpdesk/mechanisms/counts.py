@@ -33,7 +33,7 @@ from ..privacy.budget import BudgetSplit
 from ..privacy.noise import MAX_SCALE, add_discrete_laplace, discrete_laplace
 from . import register
 from .base import BOUND, EVERY_COUNT, NO_BOUND, Mechanism, Param, counts_error
-from .publish import discrete_laplace_margin
+from .publish import discrete_laplace_margin, round_up
 
 CLAMP = Param("clamp", "bool", False, label="Set negative counts to 0",
               help="Post-processing: a negative noisy count becomes 0. It costs no privacy and "
@@ -163,9 +163,15 @@ class ALPA(Mechanism):
 
     estimates_whole_numbers = False  # the average of the counts
 
+    #: what the columns of the release files hold (dpdesk.report.export.column_meanings): not item counts
+    column_meanings = {
+        "noisy_count": "the one noisy average count of all items (their total count plus noise, divided by the "
+                       "number of items), the same in every row: not the item's own count (differentially private)",
+    }
+
     def publication_notes(self, params, whole):
-        return ("Every item has the same published value: the one noisy average"
-                + (", rounded once." if whole else "."),)
+        return ("Every item has the same published value: one noisy average of all the items' counts, not each "
+                "item's own count" + (", rounded once." if whole else "."),)
 
     def margin_notes(self, params):
         return ("Each item's count differs from the average by an amount that depends on the data: the margin is "
@@ -173,8 +179,10 @@ class ALPA(Mechanism):
 
     def expected_error(self, epsilon, params, facts):
         d = facts.get("number of items (d)", 1) or 1
-        sensitivity = (params["bound"] if params["bound"] else d) / d
-        return {"noise_scale": sensitivity / epsilon, "text":
-                f"The published average is within ±{-sensitivity / epsilon * np.log(0.05):,.3g} of the average count "
-                f"without noise 95% of the time; every item gets that same value, so items far from the average are "
-                f"off by their distance to it (which depends on the data)."}
+        total_scale = (params["bound"] if params["bound"] else d) / epsilon
+        # the same discrete quantile as the margin95 column, rounded up to its 3 significant digits
+        z95 = float(round_up(discrete_laplace_margin(total_scale, d)))
+        return {"noise_scale": total_scale / d, "text":
+                f"The published average is within ±{z95:,.6g} of the average count without noise 95% of the time "
+                "(before any rounding to a whole number); every item gets that same value, so items far from the "
+                "average are off by their distance to it (which depends on the data)."}

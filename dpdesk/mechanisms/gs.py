@@ -147,7 +147,7 @@ from ..privacy.randomness import RandomSource
 from . import register
 from .base import BOUND, SHARED_NOISE, Diagnostic, Mechanism, Param
 from .counts import CLAMP
-from .publish import discrete_laplace_margin
+from .publish import discrete_laplace_margin, round_up
 
 FAMILY = "Grouping and smoothing (Kellaris & Papadopoulos)"
 PAPER = "Kellaris & Papadopoulos, Practical Differential Privacy via Grouping and Smoothing (VLDB 2013)"
@@ -499,7 +499,7 @@ def ordering_diagnostic(sample: np.ndarray, counts: np.ndarray, order: np.ndarra
         caption=("Items are lined up by their noisy sample count (left: largest). The solid line is the "
                  "average TRUE count in each stretch of that line-up; the reference line is the true counts "
                  "in perfect order. The closer they are, the better the groups: similar counts end up "
-                 f"together. Rank correlation {correlation:.3f}; grouping error (smoothing alone, {w} items "
+                 f"together. Rank correlation {correlation:.3f}; grouping error (smoothing alone, {items_text(w)} "
                  f"per group) {sample_error:,.0f} against {best_error:,.0f} for a perfect order. "
                  "Computed from the true data: for your eyes only."),
         data={"position": centre, "true_count_in_sample_order": group_averages(in_order, bins),
@@ -511,15 +511,41 @@ def ordering_diagnostic(sample: np.ndarray, counts: np.ndarray, order: np.ndarra
 
 # --- mechanisms ----------------------------------------------------------------------------
 
+def items_text(n: int) -> str:
+    """"1 item", "8 items": a number of items in words."""
+    return f"{n:,} item" if n == 1 else f"{n:,} items"
+
+
+def bound_symbol(bound: int, declared) -> str:
+    """How the report writes the bound in a formula: Δ when Δ' = min(Δ, d) is the declared Δ, else Δ′."""
+    return "Δ" if declared is None or int(bound) == int(declared) else "Δ′"
+
+
+def bound_note(bound: int, declared, joint: str = ", and ") -> str:
+    """", and Δ′ = min(Δ, d) = 3" when the bound used differs from the declared Δ (d < Δ), else nothing."""
+    return "" if bound_symbol(bound, declared) == "Δ" else f"{joint}Δ′ = min(Δ, d) = {bound:,}"
+
+
+def beta_text(step_epsilon: float, bound: int, declared, *, explained: bool = True) -> str:
+    """The row sampling rate β with its formula, in the noisy sample's own ε (ε_s = ε/2) and Δ'."""
+    sym = bound_symbol(bound, declared)
+    text = f"β = (e^(ε_s) − 1)/(e^(ε_s·{sym}) − 1) = {row_sampling_rate(2 * step_epsilon, bound):.4g}"
+    if not explained:  # the budget row says what ε_s is next to it
+        return text + bound_note(bound, declared, " with ")
+    return (text + f", where ε_s = {step_epsilon:.6g} is the noisy sample's ε" + bound_note(bound, declared)
+            + "; from ε and Δ only")
+
+
 def _average_noise_error(scale: float, what: str, w: int) -> dict:
     """The noise on a full group's average: discrete Laplace of scale w·b on the sum, divided by w (the same
-    quantile as the published margin95 of a full group, before rounding)."""
-    z95 = float(discrete_laplace_margin(w * scale, w))
+    quantile as the published margin95 of a full group), rounded up to the margin's 3 significant digits so
+    that the text and the table quote the same figure and never a smaller one."""
+    z95 = float(round_up(discrete_laplace_margin(w * scale, w)))
     return {"noise_scale": scale, "within_95": z95, "mean_abs_error": scale, "text":
-            f"The noise on each published group average has scale {scale:,.3g} ({what}): in a full group of {w:,} "
-            f"items, 95% of the time it is within ±{z95:,.3g} (the margin95 column gives each value's margin, "
-            "including the rounding to whole numbers when they are published). On top of it, each item is off by "
-            "the distance between its true count and its group's average (the smoothing error), which depends "
+            f"The noise on each published group average has scale {scale:,.3g} ({what}): in a full group of "
+            f"{items_text(w)}, 95% of the time it is within ±{z95:,.6g} (the margin95 column gives each value's "
+            "margin, including the rounding to whole numbers when they are published). On top of it, each item is "
+            "off by the distance between its true count and its group's average (the smoothing error), which depends "
             "on the data."}
 
 
@@ -555,6 +581,13 @@ class _Grouping(Mechanism):
         d = facts.get("number of items (d)") or 0
         return self.effective_bound(params["bound"], d) if d else max(1, int(params["bound"]))
 
+    @staticmethod
+    def group_words(w: int, declared) -> str:
+        """"8 items" (w = Δ), or "3 items (w = Δ′ = min(Δ, d) = 3)" when d is below the declared Δ."""
+        if bound_symbol(w, declared) == "Δ":
+            return items_text(w)
+        return f"{items_text(w)} (w = Δ′ = min(Δ, d) = {w:,})"
+
     def public_facts(self, data, params):
         facts = super().public_facts(data, params)
         if data is not None and self.fixed_group_size:
@@ -575,6 +608,12 @@ class _Grouping(Mechanism):
                 "People with more than Δ items keep a random Δ of them before anything is counted.")
 
     estimates_whole_numbers = False  # a group's average count
+
+    #: what the columns of the release files hold (dpdesk.report.export.column_meanings): group averages
+    column_meanings = {
+        "noisy_count": "the noisy average count of the item's group, shared by every item of the group: an "
+                       "estimate of the item's count, not its own noisy count (differentially private)",
+    }
 
     def publication_notes(self, params, whole):
         if not whole:
@@ -604,8 +643,9 @@ class GSR(_Grouping):
         order = source.permutation(d)
         values, bounds = release_grouped(counts, order, w, 1.0 / epsilon, source)
         budget = BudgetSplit.single(epsilon, "noisy group averages",
-                                    f"random groups of {w} items; noise of scale 1/ε = {1 / epsilon:.6g} "
-                                    "on each average")
+                                    f"random groups of {self.group_words(w, params['bound'])}; noise of scale "
+                                    f"1/ε_g = {1 / epsilon:.6g} on each average, where ε_g = {epsilon:.6g} is "
+                                    "this step's ε")
         return self.finish(data, epsilon, params, budget, source, values, prepared,
                            internal={"smoothing_l1": smoothing_l1(counts, order, w)},
                            noise_margin=group_noise_margin(order, bounds, 1.0 / epsilon))
@@ -616,7 +656,8 @@ class GSR(_Grouping):
         return facts
 
     def expected_error(self, epsilon, params, facts):
-        return _average_noise_error(1.0 / epsilon, "1/ε", self.public_group_size(params, facts))
+        return _average_noise_error(1.0 / epsilon, f"1/ε_g, where ε_g = {epsilon:.4g} is the averages' ε",
+                                    self.public_group_size(params, facts))
 
 
 class _SampledGrouping(_Grouping):
@@ -638,14 +679,18 @@ class _SampledGrouping(_Grouping):
         return counts, sample, noisy, info
 
     def sample_step(self, epsilon, params, d):
+        """The noisy sample's budget row, worded in its own ε_s = ε/2 (not the release's ε, which a discovery
+        step may make larger)."""
+        share = epsilon / 2
+        noise = (f"counts of the sample plus noise of scale 1/ε_s = {1 / share:.6g}, where ε_s = {share:.6g} is "
+                 "this step's ε; used only to form the groups")
         if self.sampling == "row":
-            beta = row_sampling_rate(epsilon, self.effective_bound(params["bound"], d))
-            what = (f"rows sampled with rate β = {beta:.4g}; counts of the sample plus noise of scale "
-                    f"2/ε = {2 / epsilon:.6g}; used only to form the groups")
+            bound = self.effective_bound(params["bound"], d)
+            what = (f"rows (people) sampled with rate {beta_text(share, bound, params['bound'], explained=False)}; "
+                    f"{noise}")
         else:
-            what = (f"one random item per person; counts of the sample plus noise of scale 2/ε = "
-                    f"{2 / epsilon:.6g}; used only to form the groups")
-        return "noisy sample t_s", epsilon / 2, what
+            what = f"one random item per person; {noise}"
+        return "noisy sample t_s", share, what
 
     def public_facts(self, data, params):
         facts = super().public_facts(data, params)
@@ -666,7 +711,8 @@ class _GSS(_SampledGrouping):
         values, bounds = release_grouped(counts, order, w, 2.0 / epsilon, source)
         budget = BudgetSplit(epsilon).add(*self.sample_step(epsilon, params, d)).add(
             "noisy group averages", epsilon / 2,
-            f"groups of {w} items in the order of t_s; noise of scale 2/ε = {2 / epsilon:.6g} on each average")
+            f"groups of {self.group_words(w, params['bound'])} in the order of the noisy sample t_s; noise of "
+            f"scale 1/ε_g = {2 / epsilon:.6g} on each average, where ε_g = {epsilon / 2:.6g} is this step's ε")
         diagnostics = {}
         if params["diagnostics"]:
             diagnostics["ordering"] = ordering_diagnostic(noisy, counts, order, w)
@@ -675,7 +721,8 @@ class _GSS(_SampledGrouping):
                            internal=info, noise_margin=group_noise_margin(order, bounds, 2.0 / epsilon))
 
     def expected_error(self, epsilon, params, facts):
-        return _average_noise_error(2.0 / epsilon, "2/ε", self.public_group_size(params, facts))
+        return _average_noise_error(2.0 / epsilon, f"1/ε_g, where ε_g = {epsilon / 2:.4g} is the averages' ε",
+                                    self.public_group_size(params, facts))
 
 
 @register
@@ -689,8 +736,20 @@ class GSSRow(_GSS):
 
     def public_facts(self, data, params):
         facts = super().public_facts(data, params)
-        facts["row sampling rate β"] = "(e^{ε/2} − 1)/(e^{εΔ/2} − 1), from ε and Δ only"
+        facts["row sampling rate β"] = (
+            "β = (e^(ε_s) − 1)/(e^(ε_s·Δ′) − 1), where ε_s = ε/2 is the noisy sample's ε and Δ′ = min(Δ, d); "
+            "from ε and Δ only")
         return facts
+
+    def public_report(self, data, release):
+        """The β fact with its value, in the ε the noisy sample spent (ε/2 of this mechanism's ε)."""
+        report = super().public_report(data, release)
+        facts = report["public_facts"]
+        d = facts.get("number of items (d)")
+        if d:
+            bound = self.effective_bound(release.params["bound"], d)
+            facts["row sampling rate β"] = beta_text(release.epsilon / 2, bound, release.params["bound"])
+        return report
 
 
 @register
@@ -708,9 +767,9 @@ class GS(_SampledGrouping):
     id = "gs"
     name = "GS — grouping and smoothing with tuned group size"
     reference = "GS §3.3, Fig. 6, Theorem 6"
-    summary = ("Like GS-S with one random item per person, but tries every group size on the noisy sample "
-               f"(scaled by a noisy total of the kept items, {TOTAL_SHARE:.0%} of ε) and uses the one with the least "
-               "estimated error.")
+    summary = ("Like GS-S with one random item per person, but tries every group size on the noisy sample and "
+               "uses the one with the least estimated error (by default the sample is scaled using a noisy total of "
+               f"the kept items, {TOTAL_SHARE:.0%} of ε).")
     order = 23
     fixed_group_size = False
     params = (
@@ -730,6 +789,27 @@ class GS(_SampledGrouping):
         DIAGNOSTICS,
         CLAMP,
     )
+
+    @staticmethod
+    def summary_for(params: dict, epsilon: float | None = None) -> str:
+        """The summary of what this run did: the noisy total (and its ε) only with the calibrated estimate.
+
+        ``epsilon`` is the ε GS itself ran with, which a discovery step before it may make smaller than the
+        release's: the total's share is stated as a share of GS's own ε, with its value.
+        """
+        head = "Like GS-S with one random item per person, but tries every group size on the noisy sample ("
+        if params.get("estimator") == "paper":
+            how = "scaled by the declared bound Δ, as in the paper; this choice spends no extra ε"
+        else:
+            how = f"scaled using a noisy total of the kept items, which spends {TOTAL_SHARE:.0%} of the ε GS ran with"
+            if epsilon is not None:
+                how += f": ε_t = {TOTAL_SHARE * epsilon:.4g}"
+        return head + how + ") and uses the one with the least estimated error."
+
+    def public_report(self, data, release):
+        report = super().public_report(data, release)
+        report["mechanism"]["summary"] = self.summary_for(release.params, release.epsilon)
+        return report
 
     @staticmethod
     def averages_epsilon(epsilon: float, params: dict) -> float:
@@ -775,21 +855,24 @@ class GS(_SampledGrouping):
         scale = tuning.numerator / w
         values, bounds = release_grouped(counts, order, w, scale, source)
         budget = BudgetSplit(epsilon).add(*self.sample_step(epsilon, params, d))
-        if tuning.calibration is None:
-            noise_formula = "2Δ/(ε·w*)"
-        else:
-            noise_formula = "Δ/(ε_g·w*)"
+        sym, note = bound_symbol(bound, params["bound"]), bound_note(bound, params["bound"])
+        averages_epsilon = self.averages_epsilon(epsilon, params)
+        # 2Δ'/(ε·w*) (paper) and Δ'/(ε_g·w*) (calibrated) alike: ε_g is the averages' own ε
+        noise_formula = f"{sym}/(ε_g·w*)"
+        if tuning.calibration is not None:
             budget.add("noisy total of kept items", tuning.total_epsilon,
-                       f"the number of items kept after truncation plus noise of scale Δ/ε_t = "
-                       f"{bound / tuning.total_epsilon:.6g}; used only to choose the group size, not published")
+                       f"the number of items kept after truncation plus noise of scale {sym}/ε_t = "
+                       f"{bound / tuning.total_epsilon:.6g}, where ε_t = {tuning.total_epsilon:.6g} is this step's "
+                       f"ε{note}; used only to choose the group size, not published")
             info.update(kept_items=int(counts.sum()), noisy_total_kept_items=tuning.total,
                         true_mean_kept_row_length=float(counts.sum() / max(int(sample.sum()), 1)),
                         estimated_mean_kept_row_length=tuning.calibration.row_length,
                         estimated_signal_share=tuning.calibration.signal_share,
                         calibrated_slope=tuning.calibration.multiplier)
-        budget.add("noisy group averages", self.averages_epsilon(epsilon, params),
-                   f"groups of w* = {w} items in the order of t_s; noise of scale {noise_formula} = {scale:.6g} "
-                   "on each average")
+        budget.add("noisy group averages", averages_epsilon,
+                   f"groups of w* = {items_text(w)} in the order of the noisy sample t_s; noise of scale "
+                   f"{noise_formula} = {scale:.6g} on each average, where ε_g = {averages_epsilon:.6g} is this "
+                   f"step's ε{note}")
         diagnostics = {}
         if params["diagnostics"]:
             diagnostics = self.tuning_diagnostics(tuning.curve, w, params["bound"], counts[order], tuning.numerator,
@@ -800,7 +883,9 @@ class GS(_SampledGrouping):
                               internal=info, noise_margin=group_noise_margin(order, bounds, scale))
         # w* is a function of private values only (t_s, Ñ and fresh randomness): it may be published
         release.report["chosen_group_size"] = w
-        release.report["expected_error"] = _average_noise_error(scale, f"{noise_formula} with w* = {w}", w)
+        release.report["expected_error"] = _average_noise_error(
+            scale, f"{noise_formula} with w* = {w:,}, ε_g = {averages_epsilon:.4g}"
+                   + bound_note(bound, params["bound"], " and "), w)
         return release
 
     @staticmethod
@@ -811,7 +896,7 @@ class GS(_SampledGrouping):
         estimated = Diagnostic(
             title="Estimated error for each group size",
             caption=("Before publishing, GS tried every group size on its noisy sample and estimated the total "
-                     f"error of each. It chose {w} items per group, where the estimate is lowest. Small groups "
+                     f"error of each. It chose {items_text(w)} per group, where the estimate is lowest. Small groups "
                      "need more noise; large groups blur different counts together. The estimate uses only "
                      "privacy-protected values (the noisy sample and, by default, a noisy total), so this plot may "
                      "be shown."),
@@ -838,10 +923,11 @@ class GS(_SampledGrouping):
         d = facts.get("number of items (d)") or 0
         bound = self.effective_bound(params["bound"], d) if d else params["bound"]
         averages = self.averages_epsilon(epsilon, params)
-        formula = "2Δ/(ε·w)" if params["estimator"] == "paper" else f"Δ/(ε_g·w) with ε_g = {averages:.4g}"
+        sym = bound_symbol(bound, params["bound"]) if d else "Δ"
+        note = bound_note(bound, params["bound"]) if d else ""
         low = bound / (averages * d) if d else None
-        text = (f"The noise on each published group average has scale {formula}, where w is the group size GS "
-                f"chooses: {bound / averages:,.3g} for w = 1"
+        text = (f"The noise on each published group average has scale {sym}/(ε_g·w), with ε_g = {averages:.4g} the "
+                f"averages' ε{note} and w the group size GS chooses: {bound / averages:,.3g} for w = 1"
                 + (f", down to {low:,.3g} for one group of all items" if low else "")
                 + ". On top of it, each item is off by the distance between its true count and its group's "
                   "average (the smoothing error), which depends on the data.")

@@ -137,12 +137,44 @@ def release_table(release) -> pd.DataFrame:
     return pd.DataFrame(table)
 
 
+# a dyadic summary lists ranges of cells (nodes of the dyadic transform), not cells
+DYADIC_COLUMNS = {
+    "cell": "the range's number (its node in the dyadic transform: the ranges of 1 cell first, then those of 2, 4, "
+            "… cells, each level in the cells' order), not a cell's number",
+    "label": "the cells the range covers (cell numbers: the attributes in the order listed, the last varying "
+             "fastest)",
+    "value": "the published noisy count of the range: the sum of the counts of the cells it covers, plus noise",
+}
+
+
+def _mechanism_of(release):
+    """The mechanism that made ``release`` (None for an id this dpdesk does not know)."""
+    from ..errors import ParameterError
+    from ..mechanisms import get
+
+    mechanism_id = (release.report.get("mechanism") or {}).get("id") or release.mechanism
+    try:
+        return get(mechanism_id)
+    except ParameterError:
+        return None
+
+
 def column_meanings(release) -> dict:
-    """What each column of the release files holds (in release.json and the report)."""
+    """What each column of the release files holds (in release.json and the report).
+
+    The names are fixed (readers' scripts use them); the meanings depend on the mechanism: a
+    mechanism may word its columns with a ``column_meanings`` attribute (ALPA's one average, the
+    GS family's group averages), and a dyadic or sketch summary lists ranges or buckets, not cells.
+    """
     meanings = {name: COLUMNS[name] for name in release_table_columns(release)}
-    if release.cells is not None and (release.cells.info or {}).get("kind") == "sketch":
+    kind = (release.cells.info or {}).get("kind") if release.cells is not None else None
+    if kind == "sketch":
         meanings["cell"] = "the bucket: j·w + b for bucket b of row j (the hash functions are in the metadata)"
         meanings["value"] = "the bucket's noisy sum (cells are added with a random sign, so it can be below 0)"
+    elif kind == "dyadic":
+        meanings.update({name: text for name, text in DYADIC_COLUMNS.items() if name in meanings})
+    own = getattr(_mechanism_of(release), "column_meanings", None) or {}
+    meanings.update({name: text for name, text in own.items() if name in meanings})
     if "margin95" in meanings:
         publication = release.report.get("publication") or {}
         meanings["margin95"] = publication.get("margin95", "")
