@@ -17,7 +17,7 @@ Weighted samples keep every sampled cell: its value is set to 0 when below 0, an
 weight, an unbiased estimate, keeps its sign and is only rounded — dropping the negative
 weights would make sums of weights many times too large. A count sketch publishes its
 buckets as they are: they are signed sums (cells enter with random signs), so negative
-buckets are kept, and its form says so ("whole numbers (may be below 0)").
+buckets are kept, and its form says so ("whole numbers that may be below 0").
 What a summary lists depends on the form, so the mechanism's summary sentence and the
 number of cells listed in the report are rewritten for the form published
 (``form_report``), and selected cells get their own margin meaning (``margin_meaning``).
@@ -56,7 +56,7 @@ from .base import CellSummary, Release
 FORMS = ("whole", "raw")
 MARGIN_DIGITS = 3  # significant digits of a margin that is not a whole number (rounded up)
 WHOLE_FORM = "whole numbers ≥ 0"
-SIGNED_WHOLE_FORM = "whole numbers (may be below 0)"  # the count sketch's signed buckets
+SIGNED_WHOLE_FORM = "whole numbers that may be below 0"  # the count sketch's signed buckets
 RAW_FORM = "raw values"
 COLUMN_MEANING = ("The margin of error of the value in the same row, from public settings only: the published "
                   "value is within ±margin95 of the value the mechanism would have published without noise at "

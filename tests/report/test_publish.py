@@ -181,7 +181,7 @@ def test_cell_summaries_list_whole_values_and_say_what_an_absent_cell_means(mech
     raw = written.release.unrounded["cells"] if mechanism_id != "sketch" else None
     if mechanism_id == "sketch":  # signed bucket sums: negatives stay (the report says why)
         assert (table["value"] < 0).any()
-        assert written.release.report["publication"]["form"] == "whole numbers (may be below 0)"
+        assert written.release.report["publication"]["form"] == "whole numbers that may be below 0"
     elif "weight" in table:  # a weighted sample: every sampled cell stays, its weight keeps its sign
         assert len(table) == len(raw) and (table["value"] >= 0).all()
         assert table["value"].tolist() == np.maximum(raw.values, 0).tolist()

@@ -548,8 +548,8 @@ class SparseMechanism(Mechanism):
         if method == "filter2":
             if whole:
                 return (f"A {item} that is not listed is published as 0: its noisy count was below the filter "
-                        "threshold θ in absolute value, or it was −θ or below (the two-sided filter kept it, but "
-                        "as a whole number of at least 0 it is published as 0, that is, left out).")
+                        "threshold θ in absolute value, or it was −θ or below (the two-sided filter kept it, but in "
+                        "this form a count below 0 is published as 0, that is, left out).")
             return (f"A {item} that is not listed is published as 0: its noisy count was below the filter "
                     "threshold θ in absolute value.")
         if method in ("filter-threshold", "filter-priority"):
@@ -563,20 +563,19 @@ class SparseMechanism(Mechanism):
         notes = [self.absent_note(params, whole)]  # first: the report's first page quotes it
         weighted = self.publishes_weights(params)
         if whole and method == "filter2":
-            notes.append(f"Listed {item}s are those whose noisy count is at least θ; the negative ones the two-sided "
-                         "filter also kept are not published in this form (the raw values keep them, so that noise "
-                         "partly cancels in sums).")
+            notes.append(f"So every listed value is at least θ. The raw form of this release also lists the negative "
+                         "ones, so that noise partly cancels in sums.")
         if whole and weighted:
-            notes.append(f"Every {item} drawn into the sample is listed. Its value is its noisy count, set to 0 when "
-                         "below 0, so every value is a whole number of at least 0; its weight is rounded to a whole "
-                         "number but keeps its sign: a weight may be below 0.")
+            notes.append(f"Every {item} drawn into the sample is listed, its value set to 0 when below 0 (so a listed "
+                         "value may be 0).")
         if weighted:
             notes.append(f"The weight column estimates each listed {item}'s count including what the sampling left "
-                         "out. A single weight may be far from the count (and below 0); sums of weights over many "
-                         f"{item}s are unbiased" + (" (up to the rounding of each weight by at most 0.5)"
-                                                   if whole else "")
-                         + " for the sampling" + (", but not for what the filter left out" if method in FILTERS
-                                                  else "") + ". Add up weights, not values.")
+                         "out: a weight may be below 0, and a single weight may be far from the count, but sums of "
+                         f"weights over many {item}s are unbiased"
+                         + (" (up to the rounding of each weight by at most 0.5)" if whole else "")
+                         + (" estimates of the sum of the noisy counts that passed the filter; the filter itself "
+                            "leaves out counts below θ in absolute value, which no weight makes up for"
+                            if method in FILTERS else "") + ". Add up weights, not values.")
         return tuple(notes)
 
     def publishes_weights(self, params) -> bool:
@@ -605,17 +604,14 @@ class SparseMechanism(Mechanism):
         """The margin95 column's meaning when the listed cells were selected by their noisy values."""
         if self.method_of(params) == "geometric":
             return None  # every cell gets noise and a cell not listed reads as 0: the general meaning holds
+        item = "range" if self.id == "dyadic" else "cell"
         return ("The margin of error of the value in the same row, from public settings only: the noise added to a "
-                "cell's count before cells were selected (filtered or sampled) lies within ±margin95 at least 95% "
-                "of the time. The listed cells were selected because their noisy counts were large, so among "
-                "listed cells with small true counts the error exceeds the margin more often than that.")
+                f"{item}'s count before {item}s were selected (filtered or sampled) lies within ±margin95 at least "
+                f"95% of the time. The listed {item}s were selected because their noisy counts were large, so among "
+                f"listed {item}s with small true counts the error exceeds the margin more often than that.")
 
     def margin_notes(self, params):
-        notes = []
-        if self.method_of(params) != "geometric":
-            notes.append("It is the noise added to every cell before the summary was taken: the cells listed are "
-                         "those with large noisy counts, so among listed cells whose true count is small the noise "
-                         "exceeds the margin more often than 5% of the time.")
+        notes = []  # that listed cells were selected by their noisy values is in the margin's meaning
         if self.method_of(params) not in ("geometric", "filter", "filter2"):
             notes.append("It applies to the value column; the weights also carry the error of sampling, which "
                          "depends on the data.")
@@ -642,10 +638,10 @@ class SparseMechanism(Mechanism):
         elif method in ("filter", "filter2"):
             text += (f" The filter lists the {item}s whose noisy count is large, so small counts among the listed "
                      f"ones are more often further off; it leaves out the {item}s whose noisy count is below θ, "
-                     "so sums over many cells also miss what was left out (nothing corrects for that).")
+                     f"so sums over many {item}s also miss what was left out (nothing corrects for that).")
         else:
             text += (f" The sample favours {item}s whose noisy count is large, so small counts among the listed "
-                     "ones are more often further off. The weights correct sums over many cells for what the "
+                     f"ones are more often further off. The weights correct sums over many {item}s for what the "
                      "sampling left out, on average" + (", but not for what the filter left out (noisy counts "
                                                          "below θ in absolute value)" if method in FILTERS else "")
                      + "; the sampling adds error of its own.")
@@ -696,7 +692,9 @@ def _summary_text(method: str, whole: bool | None, clamp: bool = False, item: st
                   False: "lists every cell whose noisy count is not 0"}[None if whole is None else bool(whole)]
         if clamp and whole is not True:
             listed = "sets negative noisy counts to 0 and lists every cell whose noisy count is above 0"
-        return f"Adds geometric noise to all m {items} and {listed}: the laborious baseline."
+        listed = listed.replace("cell", item)
+        every = "all m cells" if item == "cell" else f"every {item}"
+        return f"Adds geometric noise to {every} and {listed}: the laborious baseline."
     if method == "filter":
         return f"Lists the {items} whose noisy count is at least θ, drawn directly from the non-empty {items}."
     if method == "filter2":
