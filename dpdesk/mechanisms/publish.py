@@ -11,10 +11,16 @@ Whole numbers (the default). Every value is rounded half up and negatives become
 (:meth:`Mechanism.whole_values`): post-processing, no privacy cost. Values that are
 equal stay equal — a GS group's items share one average, so the group's value is in
 effect rounded once, and ALPA's single average stays single. Cell summaries
-(:meth:`Mechanism.whole_cells`) list noisy counts, which are whole already: a listed
-value of 0 or below is published as "not listed" (an absent cell reads as 0), and the
-sampling weights are rounded like values. A count sketch is the exception: its buckets
-are signed sums (cells enter with random signs), so negative buckets are kept.
+(:meth:`Mechanism.whole_cells`) list noisy counts, which are whole already. Summaries
+without weights leave out a listed value of 0 or below (an absent cell reads as 0).
+Weighted samples keep every sampled cell: its value is set to 0 when below 0, and its
+weight, an unbiased estimate, keeps its sign and is only rounded — dropping the negative
+weights would make sums of weights many times too large. A count sketch publishes its
+buckets as they are: they are signed sums (cells enter with random signs), so negative
+buckets are kept, and its form says so ("whole numbers that may be below 0").
+What a summary lists depends on the form, so the mechanism's summary sentence and the
+number of cells listed in the report are rewritten for the form published
+(``form_report``), and selected cells get their own margin meaning (``margin_meaning``).
 
 Raw values (``raw=True``, ``--raw``): the mechanism's values as they are — unbiased,
 fractional or negative — for analysts who aggregate them. After a whole-number
@@ -30,7 +36,9 @@ the noise is too, rounding changes nothing and the margin is the same whole numb
 noise on a finer grid it is rounded up: |round(x)| ≤ ⌈|x|⌉); when it is an average or a
 normalised count, rounding can add up to 0.5, so the margin is the noise's plus 0.5. In
 every case the published value lies within ±margin95 of the value the mechanism would
-have published without noise at least 95% of the time. Setting negatives to 0 never
+have published without noise at least 95% of the time — except for summaries that select
+cells by their noisy values (filters, samples): there the margin bounds each cell's noise
+before the selection, and listed cells with small true counts exceed it more often. Setting negatives to 0 never
 breaks this: what is estimated is never negative, so 0 is closer to it. The margin covers
 the noise only; :meth:`Mechanism.margin_notes` says what else moves a value (truncation
 by Δ, smoothing, dropped coefficients, normalisation), and the report repeats it.
@@ -47,6 +55,9 @@ from .base import CellSummary, Release
 
 FORMS = ("whole", "raw")
 MARGIN_DIGITS = 3  # significant digits of a margin that is not a whole number (rounded up)
+WHOLE_FORM = "whole numbers ≥ 0"
+SIGNED_WHOLE_FORM = "whole numbers that may be below 0"  # the count sketch's signed buckets
+RAW_FORM = "raw values"
 COLUMN_MEANING = ("The margin of error of the value in the same row, from public settings only: the published "
                   "value is within ±margin95 of the value the mechanism would have published without noise at "
                   "least 95% of the time.")
@@ -125,8 +136,16 @@ def publish(release: Release, *, raw: bool = False, mechanism=None) -> Release:
             kept = np.isin(cells.indices, published.indices)  # the rows the whole form keeps, in order
             release.cells = published
             release.margin95 = published_margin(noise[kept], whole=True, whole_truth=exact)
+        _describe_form(mechanism, release, whole)
     release.report["publication"] = publication_report(mechanism, release.params, whole=whole)
     return release
+
+
+def _describe_form(mechanism, release: Release, whole: bool) -> None:
+    """Rewrite the report's form-dependent parts (what a summary lists, how many) for the form published."""
+    form_report = getattr(mechanism, "form_report", None)
+    if form_report is not None and release.cells is not None:
+        form_report(release.report, release.cells, release.params, whole)
 
 
 def publication_report(mechanism, params: dict, *, whole: bool) -> dict:
@@ -139,6 +158,9 @@ def publication_report(mechanism, params: dict, *, whole: bool) -> dict:
             form = ("Published as whole numbers: the sketch's bucket values are whole numbers already and are "
                     "published as they are, negative ones included (a count sketch adds each cell with a random "
                     "sign, so setting negative buckets to 0 would bias every estimate).")
+        elif _publishes_weights(mechanism, params):
+            form += (" The weights are estimates, not values: each is rounded to a whole number but keeps its sign, "
+                     "so a weight may be below 0 (see below).")
     else:
         form = ("Published as the mechanism's raw values, as the data steward asked: unbiased, but they may be "
                 "fractional or below 0; they suit analysts who add many of them up.")
@@ -147,13 +169,27 @@ def publication_report(mechanism, params: dict, *, whole: bool) -> dict:
         rounding = " It includes 0.5 for the rounding to a whole number."
     elif whole and mechanism.estimates_whole_numbers:
         rounding = " The counts estimated are whole numbers, so rounding adds nothing to it."
+    margin_meaning = getattr(mechanism, "margin_meaning", None)
+    meaning = (margin_meaning(params) if margin_meaning is not None else None) or COLUMN_MEANING
     return {
-        "form": "whole numbers ≥ 0" if whole else "raw values",
+        "form": publication_form(mechanism, whole),
         "statement": form,
         "notes": list(mechanism.publication_notes(params, whole)),
-        "margin95": COLUMN_MEANING + rounding,
+        "margin95": meaning + rounding,
         "margin_covers": " ".join(("The margin covers the noise only.", *mechanism.margin_notes(params))),
     }
+
+
+def publication_form(mechanism, whole: bool) -> str:
+    """The short name of the published form (the report's key facts and the CLI's summary line)."""
+    if not whole:
+        return RAW_FORM
+    return SIGNED_WHOLE_FORM if mechanism.id == "sketch" else WHOLE_FORM
+
+
+def _publishes_weights(mechanism, params: dict) -> bool:
+    check = getattr(mechanism, "publishes_weights", None)
+    return bool(check(params)) if check is not None else False
 
 
 def unrounded_release(release: Release) -> Release:
@@ -170,12 +206,14 @@ def unrounded_release(release: Release) -> Release:
     mechanism_id = release.report.get("mechanism", {}).get("id", release.mechanism)
     from . import get
 
-    raw.report["publication"] = publication_report(get(mechanism_id), release.params, whole=False)
+    mechanism = get(mechanism_id)
+    _describe_form(mechanism, raw, whole=False)
+    raw.report["publication"] = publication_report(mechanism, release.params, whole=False)
     raw.report["publication"]["statement"] += (" These are the raw values of a release first published as whole "
                                                "numbers: the same noise, written again without rounding.")
     raw.report["publication"]["first_published_as"] = release.report.get("publication", {}).get("form", "")
     return raw
 
 
-__all__ = ["FORMS", "COLUMN_MEANING", "CellSummary", "discrete_laplace_margin", "publish", "published_margin",
+__all__ = ["FORMS", "COLUMN_MEANING", "RAW_FORM", "SIGNED_WHOLE_FORM", "WHOLE_FORM", "publication_form", "CellSummary", "discrete_laplace_margin", "publish", "published_margin",
            "publication_report", "round_up", "unrounded_release"]

@@ -178,14 +178,21 @@ def test_cell_summaries_list_whole_values_and_say_what_an_absent_cell_means(mech
     table = pd.read_csv(tmp_path / "out" / "release.csv")
     assert table.columns[-1] == "margin95" and (table["margin95"] > 0).all()
     assert table["value"].dtype.kind == "i"
+    raw = written.release.unrounded["cells"] if mechanism_id != "sketch" else None
     if mechanism_id == "sketch":  # signed bucket sums: negatives stay (the report says why)
         assert (table["value"] < 0).any()
+        assert written.release.report["publication"]["form"] == "whole numbers that may be below 0"
+    elif "weight" in table:  # a weighted sample: every sampled cell stays, its weight keeps its sign
+        assert len(table) == len(raw) and (table["value"] >= 0).all()
+        assert table["value"].tolist() == np.maximum(raw.values, 0).tolist()
+        assert table["weight"].dtype.kind == "i"
+        assert table["weight"].tolist() == np.floor(np.asarray(raw.weights) + 0.5).tolist()
+        assert "may be below 0" in " ".join(written.release.report["publication"]["notes"])
     else:
         assert (table["value"] >= 1).all()
-        raw = written.release.unrounded["cells"]
         assert len(table) == int((raw.values > 0).sum())  # only the counts below 1 were left out
-    if "weight" in table:
-        assert table["weight"].dtype.kind == "i" and (table["weight"] >= 1).all()
+    if raw is not None:  # the report counts what was published
+        assert written.release.report["summary"]["cells listed"] == len(table)
     notes = " ".join(written.release.report["publication"]["notes"])
     assert ("not listed" in notes) != (mechanism_id == "sketch")
 

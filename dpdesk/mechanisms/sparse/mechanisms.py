@@ -432,7 +432,7 @@ class SparseMechanism(Mechanism):
                                    noise_margin=discrete_laplace_margin(scale))
         report = release.report
         method = self.method_of(params)
-        how = _facts_text(_uses(method, params), params, estimates)
+        how = _facts_text(method, _uses(method, params), params, estimates)
         if how:
             report["public_facts"]["non-empty cells n and people ‖M‖₁"] = how
         if estimates:
@@ -491,64 +491,127 @@ class SparseMechanism(Mechanism):
         return facts
 
     def report_notes(self, params):
+        # the listing itself depends on the published form: see publication_notes
         if self.method_of(params) == "geometric":
-            yield ("Exact discrete Laplace (geometric) noise on every one of the table's entries: ε-differentially "
-                   "private (pure ε, δ = 0); entries whose noisy count is 0 are not listed.")
+            yield ("Exact discrete Laplace (geometric) noise on every one of the table's entries: the summary step "
+                   "is pure ε-differentially private (no δ of its own; a privately discovered domain adds its δ, "
+                   "listed in the budget).")
             return
         yield ("Same output distribution as adding geometric noise to every cell of the table and then "
-               "summarizing (Cormode et al., Theorems 1–4), so the summary is ε-differentially private (pure ε, "
-               "δ = 0); cells not listed are estimated as 0.")
+               "summarizing (Cormode et al., Theorems 1–4), so the summary step is pure ε-differentially private "
+               "(no δ of its own; a privately discovered domain adds its δ, listed in the budget); cells not "
+               "listed are estimated as 0.")
         yield ("Every random choice of the shortcut is drawn exactly: integer noise, and probabilities compared "
                "with random bits in exact arithmetic (no floating-point probability), so the equality of "
                "distributions holds exactly, not up to rounding.")
 
     # -- publication --------------------------------------------------------------------
     def whole_cells(self, cells: CellSummary) -> CellSummary:
-        """Listed values (noisy counts, whole already) of 0 or below are left out; weights are rounded.
+        """The summary as published whole numbers (post-processing; the noisy counts are whole already).
 
-        A cell that is not listed reads as 0, so leaving out the negative ones is the same as
-        setting them to 0. The weights (estimates of each listed cell's count that make sums
-        unbiased) are rounded half up like values; sums of them are then slightly biased
-        upwards, which is why analysts who add them up may prefer the raw values.
+        Summaries without weights (geometric, filter, filter2 and their dyadic versions): listed
+        values of 0 or below are left out. A cell that is not listed reads as 0, so leaving out
+        the negative ones is the same as setting them to 0.
+
+        Weighted samples (threshold, priority, filter-threshold, filter-priority, dyadic with a
+        sampling method) keep every sampled cell: its value is set to 0 when below 0, and its
+        weight — the Horvitz–Thompson estimate max(|v|, τ)·sign(v) — keeps its sign and is only
+        rounded half up. Dropping the cells with negative values would drop the negative weights
+        too, and they are what makes sums of weights unbiased: on UCI Adult such sums came out
+        4–14 times the true total. Nothing in the design needs published weights ≥ 0 (a weight is
+        an estimate, not a count), so the unbiased estimator is kept; rounding moves each weight
+        by at most 0.5, symmetrically for the ±τ weights, so sums stay unbiased up to that.
         """
-        keep = np.asarray(cells.values) > 0
-        weights = None if cells.weights is None else np.floor(np.asarray(cells.weights)[keep] + 0.5)
+        values = np.asarray(cells.values)
+        if cells.weights is not None:
+            weights = np.floor(np.asarray(cells.weights, dtype=np.float64) + 0.5)
+            return CellSummary(cells.indices, np.maximum(values, 0), weights, dict(cells.info))
+        keep = values > 0
         info = dict(cells.info)
         if info.get("labels") is not None:
             info["labels"] = [label for label, kept in zip(info["labels"], keep) if kept]
-        return CellSummary(cells.indices[keep], np.asarray(cells.values)[keep], weights, info)
+        return CellSummary(cells.indices[keep], values[keep], None, info)
+
+    def absent_note(self, params, whole: bool) -> str:
+        """What a cell (or range) that is not listed means, for the form that was published."""
+        method = self.method_of(params)
+        item = "range" if self.id == "dyadic" else "cell"
+        if method == "geometric":
+            if whole or params.get("clamp"):
+                return (f"A {item} that is not listed has a published value of 0: its noisy count was 0 or below "
+                        "(noisy counts below 0 are " + ("published as 0, that is, left out)." if whole else
+                                                         "set to 0 by the clamp setting)."))
+            return f"A {item} that is not listed has a published value of 0: its noisy count was exactly 0."
+        if method == "filter":
+            return (f"A {item} that is not listed is published as 0: its noisy count was below the filter "
+                    "threshold θ.")
+        if method == "filter2":
+            if whole:
+                return (f"A {item} that is not listed is published as 0: its noisy count was below the filter "
+                        "threshold θ in absolute value, or it was −θ or below (the two-sided filter kept it, but in "
+                        "this form a count below 0 is published as 0, that is, left out).")
+            return (f"A {item} that is not listed is published as 0: its noisy count was below the filter "
+                    "threshold θ in absolute value.")
+        if method in ("filter-threshold", "filter-priority"):
+            return (f"A {item} that is not listed is published as 0: its noisy count was below the filter threshold "
+                    "θ in absolute value, or it was not drawn into the sample.")
+        return f"A {item} that is not listed is published as 0: it was not drawn into the sample."
 
     def publication_notes(self, params, whole):
         method = self.method_of(params)
         item = "range" if self.id == "dyadic" else "cell"
-        if method == "geometric":
-            absent = (f"A {item} that is not listed has a published value of 0 (its noisy count was "
-                      + ("0 or below)." if whole else "0)."))
-        elif method in ("filter", "filter2"):
-            absent = (f"A {item} that is not listed is published as 0: its noisy count was below the filter "
-                      "threshold θ" + (" in absolute value" if method == "filter2" else "") + ".")
-        elif method in ("filter-threshold", "filter-priority"):
-            absent = (f"A {item} that is not listed is published as 0: its noisy count was below the filter threshold "
-                      "θ in absolute value, or it was not drawn into the sample.")
-        else:
-            absent = f"A {item} that is not listed is published as 0: it was not drawn into the sample."
-        notes = [absent]
-        if whole and method != "geometric":
-            notes.append(f"Listed {item}s whose noisy count is below 1 are left out (read as 0), so every listed value "
-                         "is a whole number of at least 1" + (" and every weight is rounded to a whole number."
-                                                              if method not in ("filter", "filter2") else "."))
-        if method not in ("geometric", "filter", "filter2"):
-            notes.append("The weight column estimates each listed cell's count including what the sampling left out; "
-                         "added up over many cells, " + ("the raw weights" if whole else "the weights")
-                         + " give unbiased sums.")
+        notes = [self.absent_note(params, whole)]  # first: the report's first page quotes it
+        weighted = self.publishes_weights(params)
+        if whole and method == "filter2":
+            notes.append(f"So every listed value is at least θ. The raw form of this release also lists the negative "
+                         "ones, so that noise partly cancels in sums.")
+        if whole and weighted:
+            notes.append(f"Every {item} drawn into the sample is listed, its value set to 0 when below 0 (so a listed "
+                         "value may be 0).")
+        if weighted:
+            notes.append(f"The weight column estimates each listed {item}'s count including what the sampling left "
+                         "out: a weight may be below 0, and a single weight may be far from the count, but sums of "
+                         f"weights over many {item}s are unbiased"
+                         + (" (up to the rounding of each weight by at most 0.5)" if whole else "")
+                         + (" estimates of the sum of the noisy counts that passed the filter; the filter itself "
+                            "leaves out counts below θ in absolute value, which no weight makes up for"
+                            if method in FILTERS else "") + ". Add up weights, not values.")
         return tuple(notes)
 
+    def publishes_weights(self, params) -> bool:
+        """Whether the summary is a weighted sample (a weight column, whose values may be below 0)."""
+        return self.method_of(params) not in ("geometric", "filter", "filter2")
+
+    def published_summary(self, params, whole: bool) -> str:
+        """The mechanism's one-sentence summary for the form that was published (the report's "Mechanism")."""
+        return _summary_text(self.method_of(params), whole, bool(params.get("clamp")))
+
+    def form_report(self, report: dict, cells: CellSummary, params: dict, whole: bool) -> None:
+        """Make ``report``'s form-dependent parts describe what is published (in place; nested dicts copied)."""
+        mechanism = dict(report.get("mechanism") or {})
+        mechanism["summary"] = self.published_summary(params, whole)
+        report["mechanism"] = mechanism
+        summary = report.get("summary")
+        if isinstance(summary, dict) and "cells listed" in summary:
+            summary = dict(summary)
+            before = summary.pop(PRE_PUBLICATION, summary["cells listed"])
+            summary["cells listed"] = len(cells)
+            if len(cells) != before:
+                summary[PRE_PUBLICATION] = before
+            report["summary"] = summary
+
+    def margin_meaning(self, params) -> str | None:
+        """The margin95 column's meaning when the listed cells were selected by their noisy values."""
+        if self.method_of(params) == "geometric":
+            return None  # every cell gets noise and a cell not listed reads as 0: the general meaning holds
+        item = "range" if self.id == "dyadic" else "cell"
+        return ("The margin of error of the value in the same row, from public settings only: the noise added to a "
+                f"{item}'s count before {item}s were selected (filtered or sampled) lies within ±margin95 at least "
+                f"95% of the time. The listed {item}s were selected because their noisy counts were large, so among "
+                f"listed {item}s with small true counts the error exceeds the margin more often than that.")
+
     def margin_notes(self, params):
-        notes = []
-        if self.method_of(params) != "geometric":
-            notes.append("It is the noise added to every cell before the summary was taken: the cells listed are "
-                         "those with large noisy counts, so among listed cells whose true count is small the noise "
-                         "exceeds the margin more often than 5% of the time.")
+        notes = []  # that listed cells were selected by their noisy values is in the margin's meaning
         if self.method_of(params) not in ("geometric", "filter", "filter2"):
             notes.append("It applies to the value column; the weights also carry the error of sampling, which "
                          "depends on the data.")
@@ -558,16 +621,34 @@ class SparseMechanism(Mechanism):
         domain = facts.get("domain size m (cells)")
         if domain is None:
             return None
-        if _uses(self.method_of(params), params) - {k for k in ("nonzeros", "total") if params.get(k) is not None}:
+        method = self.method_of(params)
+        if _uses(method, params) - {k for k in ("nonzeros", "total") if params.get(k) is not None}:
             epsilon = epsilon * (1 - params["estimate_share"])
         scale = self.sensitivity_for(domain) / epsilon
         z95 = discrete_laplace_quantile(scale, 0.95)
-        return {"noise_scale": scale, "within_95": z95,
-                "text": f"Every cell's noisy count is its true count plus noise of scale {scale:,.3g}: 95% of them lie "
-                        f"within ±{z95:,.0f} of the truth. A summary lists the cells whose noisy count is large, so "
-                        "small counts among the listed ones are more often further off. Summaries leave out small "
-                        "noisy counts, so sums over many cells also miss what was left out (sampling weights correct "
-                        "for it on average)."}
+        item = "range" if self.id == "dyadic" else "cell"
+        text = (f"Every {item}'s noisy count is its true count plus noise of scale {scale:,.3g}: 95% of them lie "
+                f"within ±{z95:,.0f} of the truth.")
+        if self.id == "dyadic":
+            text += (" A cell or range query is answered from up to 2L ranges, so its error adds up the noise of "
+                     "those ranges.")
+        if method == "geometric":
+            text += (f" Every {item} of the table gets noise, so sums over many {item}s add up the noise of each "
+                     "(it averages out, but its spread grows with the number of cells added).")
+        elif method in ("filter", "filter2"):
+            text += (f" The filter lists the {item}s whose noisy count is large, so small counts among the listed "
+                     f"ones are more often further off; it leaves out the {item}s whose noisy count is below θ, "
+                     f"so sums over many {item}s also miss what was left out (nothing corrects for that).")
+        else:
+            text += (f" The sample favours {item}s whose noisy count is large, so small counts among the listed "
+                     f"ones are more often further off. The weights correct sums over many {item}s for what the "
+                     "sampling left out, on average" + (", but not for what the filter left out (noisy counts "
+                                                         "below θ in absolute value)" if method in FILTERS else "")
+                     + "; the sampling adds error of its own.")
+        return {"noise_scale": scale, "within_95": z95, "text": text}
+
+
+PRE_PUBLICATION = "cells in the summary before publication (raw form)"
 
 
 FACT_NAMES = {"nonzeros": "non-empty cells n", "total": "people ‖M‖₁"}
@@ -585,9 +666,14 @@ def estimate_facts(data, names: list[str], epsilon: float, source) -> dict:
     return out
 
 
-def _facts_text(needed: set[str], params: dict, estimates: dict) -> str:
+def _facts_text(method: str, needed: set[str], params: dict, estimates: dict) -> str:
     if not needed:
-        return "not used (the summary's thresholds were given directly)"
+        given = {"geometric": "noise is added to every cell, so no setting is derived from them",
+                 "filter": "the filter threshold θ was given directly",
+                 "filter2": "the filter threshold θ was given directly",
+                 "threshold": "the sampling threshold τ was given directly",
+                 "filter-threshold": "the filter threshold θ and the sampling threshold τ were given directly"}
+        return f"not used ({given.get(method, 'the sample size s was given directly')})"
     parts = []
     for name in sorted(needed):
         if name in estimates:
@@ -595,6 +681,42 @@ def _facts_text(needed: set[str], params: dict, estimates: dict) -> str:
         else:
             parts.append(f"{FACT_NAMES[name]} declared by the steward ({params[name]:,})")
     return "; ".join(parts)
+
+
+def _summary_text(method: str, whole: bool | None, clamp: bool = False, item: str = "cell") -> str:
+    """One sentence on what ``method`` lists: for whole numbers, raw values, or either (``whole=None``)."""
+    items = item + "s"
+    if method == "geometric":
+        listed = {None: "lists every cell whose noisy count is not 0 (above 0 when published as whole numbers)",
+                  True: "lists every cell whose noisy count is above 0 (the others are published as 0)",
+                  False: "lists every cell whose noisy count is not 0"}[None if whole is None else bool(whole)]
+        if clamp and whole is not True:
+            listed = "sets negative noisy counts to 0 and lists every cell whose noisy count is above 0"
+        listed = listed.replace("cell", item)
+        every = "all m cells" if item == "cell" else f"every {item}"
+        return f"Adds geometric noise to {every} and {listed}: the laborious baseline."
+    if method == "filter":
+        return f"Lists the {items} whose noisy count is at least θ, drawn directly from the non-empty {items}."
+    if method == "filter2":
+        text = f"Keeps the {items} whose noisy count is at least θ in absolute value"
+        return text + {None: " (as raw values the negative ones are listed too, so noise partly cancels in sums; "
+                             "as whole numbers they are published as 0).",
+                       True: "; published as whole numbers, so only those at least θ are listed (the negative ones "
+                             "are published as 0, that is, left out).",
+                       False: ", negative ones too (so noise partly cancels in sums)."}[whole]
+    kept = {None: "", True: f" Every sampled {item} is listed: its value set to 0 when below 0, its weight kept "
+                            "(possibly below 0).", False: ""}[whole]
+    if method == "threshold":
+        return (f"Keeps each {item} with probability min(|noisy count|/τ, 1), with weights that make sums unbiased."
+                + kept)
+    if method == "priority":
+        return (f"A weighted sample of exactly s {items} (the s largest priorities) with unbiased weights "
+                "(Duffield, Lund & Thorup)." + kept)
+    if method == "filter-threshold":
+        return (f"Drops noisy counts below θ in absolute value, then threshold-samples the rest with τ, with "
+                "weights that make sums unbiased for the sampling." + kept)
+    return (f"Drops noisy counts below θ in absolute value, then takes a priority sample of s {items}: the paper's "
+            "best all-rounder." + kept)
 
 
 def _plain(method_id: str, name: str, summary: str, reference: str, params: tuple, order: int,
@@ -607,31 +729,25 @@ def _plain(method_id: str, name: str, summary: str, reference: str, params: tupl
 
 
 Geometric = _plain(
-    "geometric", "Geometric — noise on every cell", "Adds geometric noise to all m cells and lists them "
-    "all: the laborious baseline; refuses when m is too large.", "§2.1 (Ghosh et al. 2009)",
+    "geometric", "Geometric — noise on every cell", _summary_text("geometric", None)[:-1] + "; refuses when m "
+    "is too large.", "§2.1 (Ghosh et al. 2009)",
     (GEOMETRIC_CLAMP, MAX_CELLS), 70, purpose=EVERY_COUNT)
 Filter = _plain(
-    "filter", "Filter — noisy counts ≥ θ", "Lists the cells whose noisy count is at least θ, drawn directly "
-    "from the non-empty cells (the shortcut).", "§2.2, Theorem 1, App. C.1",
+    "filter", "Filter — noisy counts ≥ θ", _summary_text("filter", None)[:-1] + " (the shortcut).", "§2.2, Theorem 1, App. C.1",
     (THRESHOLD, TARGET, *ESTIMATION, MAX_CELLS), 71)
 Filter2 = _plain(
-    "filter2", "Two-sided filter — |noisy count| ≥ θ", "Lists the cells whose noisy count is at least θ in "
-    "absolute value (negative ones too, so noise partly cancels in sums).", "§2.2, App. C.1",
+    "filter2", "Two-sided filter — |noisy count| ≥ θ", _summary_text("filter2", None), "§2.2, App. C.1",
     (THRESHOLD, TARGET, *ESTIMATION, MAX_CELLS), 72)
 Threshold = _plain(
-    "threshold", "Threshold sampling — τ", "Keeps each cell with probability min(|noisy count|/τ, 1), with "
-    "weights that make sums unbiased.", "§2.3, Theorem 2, App. C.2",
+    "threshold", "Threshold sampling — τ", _summary_text("threshold", None), "§2.3, Theorem 2, App. C.2",
     (TAU, TARGET, *ESTIMATION, MAX_CELLS), 73)
 Priority = _plain(
-    "priority", "Priority sampling — exactly s cells", "A weighted sample of exactly s cells with unbiased "
-    "weights (Duffield, Lund & Thorup).", "§2.3, Theorem 3, App. C.3", (SIZE, MAX_CELLS), 74)
+    "priority", "Priority sampling — exactly s cells", _summary_text("priority", None), "§2.3, Theorem 3, App. C.3", (SIZE, MAX_CELLS), 74)
 FilterThreshold = _plain(
-    "filter-threshold", "Filter, then threshold sampling", "Drops noisy counts below θ in absolute value, then "
-    "threshold-samples the rest with τ.", "§2.4, App. C.4",
+    "filter-threshold", "Filter, then threshold sampling", _summary_text("filter-threshold", None), "§2.4, App. C.4",
     (FILTER_FIRST, TAU, TARGET, *ESTIMATION, MAX_CELLS), 75)
 FilterPriority = _plain(
-    "filter-priority", "Filter, then priority sampling", "Drops noisy counts below θ in absolute value, then "
-    "takes a priority sample of s cells: the paper's best all-rounder.", "§2.4, App. C.4, §4.3",
+    "filter-priority", "Filter, then priority sampling", _summary_text("filter-priority", None), "§2.4, App. C.4, §4.3",
     (FILTER_FIRST, SIZE, MAX_CELLS), 76)
 
 
@@ -653,6 +769,10 @@ class Dyadic(SparseMechanism):
 
     def method_of(self, params):
         return params["method"]
+
+    def published_summary(self, params, whole):
+        return (self.summary + " The summary of the ranges: "
+                + _summary_text(self.method_of(params), whole, bool(params.get("clamp")), item="range"))
 
     def table_shape(self, data):
         tree = DyadicTree(data.domain_size)
@@ -736,13 +856,23 @@ class Sketch(SparseMechanism):
     def publication_notes(self, params, whole):
         return ("Every bucket of the sketch is listed.",)
 
+    def publishes_weights(self, params):
+        return False
+
+    def form_report(self, report, cells, params, whole):
+        """Every bucket is published in both forms: nothing in the report depends on the form."""
+
+    def margin_meaning(self, params):
+        return None  # noise on every bucket, nothing selected: the general meaning holds
+
     def margin_notes(self, params):
         return ("It is the noise on each bucket; a cell's estimate read from its bucket also includes the other "
                 "cells hashed to the same bucket, which depends on the data.",)
 
     def report_notes(self, params):
         yield ("The hash functions are drawn before the data is read and published; exact discrete Laplace noise "
-               "of scale d/ε on every bucket makes the sketch ε-differentially private (pure ε, δ = 0).")
+               "of scale d/ε on every bucket: the sketch step is pure ε-differentially private (no δ of its "
+               "own; a privately discovered domain adds its δ, listed in the budget).")
 
     def expected_error(self, epsilon, params, facts):
         scale = params["depth"] / epsilon
