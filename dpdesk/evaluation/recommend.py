@@ -381,8 +381,9 @@ def _recommend_cells(facts: Declared) -> Recommendation:
             "geometric", {},
             [f"Your table has {m:,} cells (at most {GEOMETRIC_CELLS:,}): few enough to publish every one, and in "
              "tables this small many cells hold people.",
-             "The geometric mechanism adds whole-number noise to every cell and lists them all: each count keeps "
-             "its own unbiased estimate, and so does any sum of cells.", by_hand, privacy],
+             "The geometric mechanism adds whole-number noise to every cell and lists every cell whose noisy "
+             "count is above 0; published raw, every cell's value and any sum of cells are unbiased.",
+             by_hand, privacy],
             [Alternative("filter2", {"threshold": theta},
                          f"Filter2 {filter_what}: a smaller output, better if most cells are empty."), sample],
             declared=declared, situation="cells")

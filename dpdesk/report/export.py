@@ -31,7 +31,8 @@ COLUMNS = {
     "cell": "the cell's number in the declared table (attributes in the order listed, the last varying fastest)",
     "label": "the cell's attribute values",
     "value": "the published noisy count of the cell (or range, or sketch bucket)",
-    "weight": "an estimate of the cell's count that makes sums over many cells unbiased (sampling summaries)",
+    "weight": ("an estimate of the cell's count including what the sampling left out; a weight may be below 0, "
+               "and sums of weights over many cells are unbiased (sampling summaries)"),
 }
 
 
