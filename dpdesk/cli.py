@@ -173,6 +173,9 @@ def cmd_mechanisms(args) -> int:
 def _mechanism_params(args) -> dict:
     params = _parse_params(args.param)
     if args.bound is not None:
+        if "bound" in params and params["bound"] != str(args.bound):
+            raise ParameterError(f"Δ is given twice: --bound {args.bound} and --param bound={params['bound']}. "
+                                 "Give it once.")
         params["bound"] = args.bound
     return params
 
@@ -187,6 +190,13 @@ def _declaration(args):
     return parse_items_option(args.domains if cells else args.items,
                               public=args.domains_are_public if cells else args.items_are_public,
                               delta=args.delta, share=args.discover_share, bound=args.discover_bound, cells=cells)
+
+
+def _output_folder(text: str) -> str:
+    """argparse type of --out: an empty name is a slip (it meant the current folder once)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the output folder is empty; name a folder (. for this one)")
+    return text
 
 
 def _summary(written, *, spent: bool) -> dict:
@@ -578,7 +588,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epsilon", type=float, help="the privacy level ε this release spends")
     p.add_argument("--bound", type=int, help="declared bound Δ: most items per person")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="a mechanism parameter (repeatable)")
-    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--out", required=True, type=_output_folder, help="output folder")
     p.add_argument("--formats", default="csv,json", help="release files: csv, json, parquet (default csv,json)")
     p.add_argument("--report", help="public privacy report formats: html, pdf (e.g. html,pdf)")
     p.add_argument("--internal-report", action="store_true", help="also write the internal (not for publication) report")
@@ -624,7 +634,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("export", help="write a recorded release's files again from the ledger (no new noise)")
     p.add_argument("--entry", type=int, required=True, help="the release's ledger entry number (dpdesk ledger list)")
-    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--out", required=True, type=_output_folder, help="output folder")
     p.add_argument("--formats", default="csv,json", help="release files: csv, json, parquet (default csv,json)")
     p.add_argument("--report", help="public privacy report formats: html, pdf (e.g. html,pdf)")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")

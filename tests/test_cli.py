@@ -65,8 +65,8 @@ def test_compare_writes_results_and_summary(tmp_path, data_dir):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--mechanism", "lpa", "--epsilon", "0", "--bound", "5"], "ε must be greater than 0"),
-    (["--mechanism", "lpa", "--epsilon", "-1", "--bound", "5"], "ε must be greater than 0"),
+    (["--mechanism", "lpa", "--epsilon", "0", "--bound", "5"], "ε must be a finite number greater than 0"),
+    (["--mechanism", "lpa", "--epsilon", "-1", "--bound", "5"], "ε must be a finite number greater than 0"),
     (["--mechanism", "nope", "--epsilon", "1"], "Unknown mechanism 'nope'"),
     (["--mechanism", "lpa", "--epsilon", "1", "--bound", "0"], "at least 1"),
     (["--mechanism", "lpa", "--epsilon", "1"], "bound"),

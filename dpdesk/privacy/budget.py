@@ -69,7 +69,7 @@ def check_epsilon(epsilon) -> float:
     except (TypeError, ValueError):
         raise ParameterError(f"ε must be a number, not {epsilon!r}.") from None
     if not value > 0 or value != value or value == float("inf"):
-        raise ParameterError(f"ε must be greater than 0 (got {epsilon}).")
+        raise ParameterError(f"ε must be a finite number greater than 0 (got {epsilon}).")
     if value > 100:
         raise ParameterError(f"ε = {value:g} gives no meaningful privacy; use at most 100.")
     return value

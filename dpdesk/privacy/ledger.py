@@ -818,4 +818,5 @@ def _refusal(dataset: str, epsilon: float, spent: float, cap: float, outcome: st
     return (f"This release would spend ε = {epsilon:g} on dataset '{dataset}', which has already spent "
             f"ε = {spent:.6g} of its cap ε = {cap:g}: the total would be {spent + epsilon:.6g}. {outcome} Choose a "
             f"smaller ε, raise the cap (dpdesk ledger cap {dataset!r} EPSILON --reason \"…\"), or override the cap "
-            "explicitly — the override is recorded in the ledger.")
+            "explicitly (--override-cap on the command line, the checkbox in the app) — the override is recorded "
+            "in the ledger.")

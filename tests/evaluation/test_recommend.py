@@ -262,8 +262,8 @@ def test_cli_json_and_text(data_dir, rule):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--epsilon", "0", "--items", "range:10"], "ε must be greater than 0"),
-    (["--epsilon", "-1", "--items", "range:10"], "ε must be greater than 0"),
+    (["--epsilon", "0", "--items", "range:10"], "ε must be a finite number greater than 0"),
+    (["--epsilon", "-1", "--items", "range:10"], "ε must be a finite number greater than 0"),
     (["--epsilon", "1"], "needs the number of items"),
     (["--epsilon", "1", "--items", "range:10", "--typical-row-length", "20"], "more than the 10 items"),
     (["--epsilon", "1", "--items", "range:10", "--typical-row-length", "0"], "must be a number above 0"),

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -250,3 +251,21 @@ def test_convert_into_a_place_that_takes_no_file_is_one_line(data, tmp_path, dpd
         assert cli.main(["convert", str(csv), out]) == 2
         err = capsys.readouterr().err
         assert "Nothing was written" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("slip, says", [(["--out", ""], "output folder is empty"),
+                                        (["--param", "bound=7"], "Δ is given twice"),
+                                        (["--epsilon", "inf"], "finite number greater than 0")])
+def test_slips_on_the_command_line_are_named_and_spend_nothing(slip, says, data, tmp_path, dpdesk_home, capsys,
+                                                               monkeypatch):
+    csv = write_csv(tmp_path / "shop.csv", data.origin)
+    monkeypatch.chdir(tmp_path)
+    args = release_args(csv, tmp_path / "out")
+    if slip[0] in ("--out", "--epsilon"):
+        args[args.index(slip[0]) + 1] = slip[1]
+    else:
+        args += slip
+    with pytest.raises(SystemExit) if slip[0] == "--out" else contextlib.nullcontext():
+        assert cli.main(args) == 2
+    assert says in capsys.readouterr().err
+    assert spent() == 0 and not (tmp_path / "release.csv").exists() and not (tmp_path / "out").exists()
