@@ -27,8 +27,10 @@ The fonts are DejaVu Sans (regular and bold) and DejaVu Sans Mono, shipped in
 installed font still has its text (``pdftotext`` reads it back).
 
 Layout rules: a heading is never the last thing on a page (it moves to the next page
-together with the start of its content); a table's header row repeats on every page it
-spans; a chart is never split; every page carries its page number, and every page of the
+together with the start of its content); a lead-in paragraph ending in ":" stays on the page
+of the table or chart it introduces (with a heading above it, all three move together); a
+table of at most ``SMALL_TABLE_ROWS`` rows is never split, a longer one's header row repeats
+on every page it spans; a chart is never split; every page carries its page number, and every page of the
 internal report carries the NOT FOR PUBLICATION label at its top and bottom.
 """
 
@@ -67,6 +69,8 @@ PARAGRAPH_STYLES = {
     "internal-section-label": (8.0, LABEL_RED, True, None, None, "L"),
 }
 HEADING_STYLES = {1: (18.0, 0.0, 1.0), 2: (12.5, 5.0, 1.5), 3: (10.5, 3.0, 0.8)}  # size (pt), space above, below (mm)
+SMALL_TABLE_ROWS = 6  # a table with at most this many rows (besides its header) is never split across pages
+TABLE_START_ROWS = 2  # of a longer table, the rows (besides the header) that stay with what introduces it
 SVG_NS = "http://www.w3.org/2000/svg"
 _VOID = {"br", "meta", "img", "hr", "link", "input", "svgref"}
 
@@ -327,8 +331,12 @@ def html_to_pdf(html: str, *, title: str = "") -> bytes:
             _keep_with_next(pdf, blocks, index)
             _heading(pdf, block)
         elif isinstance(block, Paragraph):
+            if _lead_in(blocks, index) and not (index and _heading_like(blocks[index - 1])):
+                _keep_with_next(pdf, blocks, index)  # (after a heading, the heading already kept them together)
             _paragraph(pdf, block)
         elif isinstance(block, Table):
+            if _body_rows(block) <= SMALL_TABLE_ROWS:
+                _keep_with_next(pdf, blocks, index)  # a small table moves to the next page whole
             _table_block(pdf, block)
         elif isinstance(block, Chart):
             _chart(pdf, block)
@@ -339,17 +347,46 @@ def _line_mm(size_pt: float) -> float:
     return size_pt * LINE_FACTOR * PT
 
 
+def _heading_like(block) -> bool:
+    return isinstance(block, Heading) or (isinstance(block, Paragraph) and block.style == "internal-section-label")
+
+
+def _lead_in(blocks: list, index: int) -> bool:
+    """Whether ``blocks[index]`` is a paragraph ending in ":" that introduces the table or chart after it."""
+    block = blocks[index]
+    return (isinstance(block, Paragraph) and _plain(block.runs).endswith(":") and index + 1 < len(blocks)
+            and isinstance(blocks[index + 1], (Table, Chart)))
+
+
 def _keep_with_next(pdf, blocks: list, index: int) -> None:
-    """Start a new page when the heading and the start of its content would not fit on this one."""
+    """Start a new page when a group that must share a page would not fit on this one.
+
+    The group starting at ``blocks[index]``: headings (and the internal report's section
+    labels) with the start of their content; a lead-in paragraph ending in ":" with the table
+    or chart it introduces; a small table whole (:func:`_start_height`). A group taller than a
+    page is not moved (it could not fit on the next one either).
+    """
     needed = 0.0
-    for block in blocks[index:]:
+    for position in range(index, len(blocks)):
+        block = blocks[position]
+        if _lead_in(blocks, position):
+            needed += _paragraph_height(pdf, block)
+            continue  # … and the table or chart it introduces
         needed += _start_height(pdf, block)
-        heading_like = isinstance(block, Heading) or (isinstance(block, Paragraph)
-                                                      and block.style == "internal-section-label")
-        if not heading_like:
+        if not _heading_like(block):
             break
-    if pdf.will_page_break(needed) and pdf.y > pdf.t_margin + 1:
+    if pdf.will_page_break(needed) and pdf.y > pdf.t_margin + 1 and needed <= pdf.eph:
         pdf.add_page()
+
+
+def _paragraph_height(pdf, block: Paragraph, most_lines: int | None = None) -> float:
+    """A paragraph's height (its first ``most_lines`` lines), as :func:`_paragraph` lays it out."""
+    size = PARAGRAPH_STYLES[block.style][0]
+    pdf.set_font(SANS, "B" if PARAGRAPH_STYLES[block.style][2] else "", size)
+    lines = len(pdf.multi_cell(pdf.epw - 4, _line_mm(size), _plain(block.runs), dry_run=True, output="LINES"))
+    if most_lines is not None:
+        lines = min(lines, most_lines)
+    return lines * _line_mm(size) + 3
 
 
 def _start_height(pdf, block) -> float:
@@ -358,15 +395,49 @@ def _start_height(pdf, block) -> float:
         size, above, below = HEADING_STYLES[block.level]
         return above + _line_mm(size) + below
     if isinstance(block, Paragraph):
-        size = PARAGRAPH_STYLES[block.style][0]
-        pdf.set_font(SANS, "", size)
-        lines = pdf.multi_cell(pdf.epw - 4, _line_mm(size), _plain(block.runs), dry_run=True, output="LINES")
-        return min(len(lines), 3) * _line_mm(size) + 3
+        return _paragraph_height(pdf, block, most_lines=3)
     if isinstance(block, Table):
-        return 2 * (_line_mm(9.0) + 2.2) + 4  # the header and the first row
+        rows = None if _body_rows(block) <= SMALL_TABLE_ROWS else TABLE_START_ROWS
+        return _table_height(pdf, block, rows)
     if isinstance(block, Chart):
         return _chart_size(pdf, block)[1] + 3
     return 0.0
+
+
+def _body_rows(block: Table) -> int:
+    """The rows of a table besides its header row."""
+    header = bool(block.rows) and all(c.header for c in block.rows[0])
+    return len(block.rows) - (1 if header else 0)
+
+
+def _table_padding(block: Table) -> tuple[float, float, float, float]:
+    # top, right, bottom, left (mm): borderless key-value tables keep a gap between their columns
+    return (0.36, 3.0, 0.36, 0.0) if block.borderless else (0.96, 1.6, 0.96, 1.6)
+
+
+def _table_height(pdf, block: Table, body_rows: int | None = None) -> float:
+    """The height :func:`_table_block` gives the table (its header and first ``body_rows`` rows; all
+    rows when ``None``): each row as tall as its cell with the most lines in its column's width."""
+    if not block.rows:
+        return 0.0
+    padding = _table_padding(block)
+    widths = _column_widths(pdf, block, padding[1] + padding[3])
+    header = all(c.header for c in block.rows[0])
+    rows = block.rows if body_rows is None else block.rows[:body_rows + (1 if header else 0)]
+    line = _line_mm(9.0)
+    height = 0.5 + 2.5  # the space _table_block leaves above and below
+    for row in rows:
+        most = 1
+        for width, cell in zip(widths, row):
+            shown = [r for r in cell.runs if r.text.strip()]
+            mono = bool(shown) and all(r.mono for r in shown)
+            bold = cell.header or any(_bold(r) for r in cell.runs)
+            pdf.set_font(MONO if mono else SANS, "B" if bold and not mono else "", 7.5 if mono else 9.0)
+            room = max(width - padding[1] - padding[3], 2 * pdf.c_margin + 3.0)  # multi_cell keeps c_margin
+            most = max(most, len(pdf.multi_cell(room, line, _plain(cell.runs) or " ", dry_run=True,
+                                                output="LINES")))
+        height += most * line + padding[0] + padding[2]
+    return height
 
 
 def _heading(pdf, block: Heading) -> None:
@@ -476,8 +547,7 @@ def _table_block(pdf, block: Table) -> None:
 
     if not block.rows:
         return
-    # top, right, bottom, left (mm): borderless key-value tables keep a gap between their columns
-    padding = (0.36, 3.0, 0.36, 0.0) if block.borderless else (0.96, 1.6, 0.96, 1.6)
+    padding = _table_padding(block)
     widths = _column_widths(pdf, block, padding[1] + padding[3])
     header = all(c.header for c in block.rows[0])
     pdf.set_draw_color(*TABLE_BORDER)

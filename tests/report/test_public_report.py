@@ -97,7 +97,9 @@ def test_extra_public_details_of_a_mechanism_are_shown(data, tmp_path):
     release = dpdesk.release(data, "diff", epsilon=1.0, index="uniform")
     text = text_of(public_report_html(release, HASHES))
     assert "Further details" in text and "noise scales" in text
-    assert f"alpha: {fmt(release.report['noise_scales']['alpha'])}" in text
+    # a nested detail as a labelled sub-row, not as a Python dictionary with internal keys
+    assert f"– factor α (item i's noise scale is α·γ_i) {fmt(release.report['noise_scales']['alpha'])}" in text
+    assert "alpha:" not in text and "noise_scales" not in text
 
 
 def test_the_report_is_self_contained(data):

@@ -34,13 +34,16 @@ def body_lines(page_text: str) -> list[str]:
 
 
 def check_pages(path, report: str) -> list[str]:
-    """Every page of the PDF: no page ends with a heading; returns the pages' text."""
+    """Every page of the PDF: no page ends with a heading, nor with a lead-in ending in ':' whose
+    table is on the next page; returns the pages' text."""
     pages = pdf_pages_text(path)
     titles = {text for _, text in headings(report)}
     for number, text in enumerate(pages, start=1):
         lines = body_lines(text)
         assert lines, f"page {number} is empty"
         assert lines[-1] not in titles, f"page {number} ends with the heading '{lines[-1]}'"
+        if number < len(pages):
+            assert not lines[-1].endswith(":"), f"page {number} ends with the lead-in '{lines[-1]}'"
     return pages
 
 
