@@ -76,12 +76,14 @@ class ItemDomain:
         """One sentence for the public report: where the published item list came from."""
         d = f"{self.size:,}"
         if self.how == HOW_LIST:
-            return f"The {d} items were declared by the steward in a list ({self.origin}) before the data was read."
+            listed = "The 1 item was" if self.size == 1 else f"The {d} items were"
+            return f"{listed} declared by the steward in a list ({self.origin}) before the data was read."
         if self.how == HOW_RANGE:
             return f"The items are the ids 0 to {self.size - 1:,}, declared by the steward before the data was read."
         if self.how == HOW_PUBLIC_DATA:
-            return PUBLIC_DATA_STATEMENT + f" It has {d} items."
-        return (f"The {d} items were discovered privately: only items whose noisy count passed a threshold are "
+            return PUBLIC_DATA_STATEMENT + (" It has 1 item." if self.size == 1 else f" It has {d} items.")
+        found = "The 1 item was" if self.size == 1 else f"The {d} items were"
+        return (f"{found} discovered privately: only items whose noisy count passed a threshold are "
                 f"listed, which spent ε = {self.epsilon:.4g} and δ = {self.delta:.3g} of this release's budget.")
 
     def describe(self) -> dict:

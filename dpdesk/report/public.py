@@ -217,7 +217,9 @@ def _published_count(release) -> str:
     facts = release.report.get("public_facts") or {}
     if release.values is not None or release.cells is None:  # (a report read back without its values: facts)
         d = facts.get("number of items (d)", len(release.values) if release.values is not None else None)
-        return f"The noisy counts of {plural(d, 'item')}" if d is not None else "The noisy figures"
+        shared = bool((release.report.get("publication") or {}).get("notes"))  # averages, not own counts
+        what = "The published values of" if shared else "The noisy counts of"
+        return f"{what} {plural(d, 'item')}" if d is not None else "The noisy figures"
     listed = len(release.cells)
     info = release.cells.info or {}
     m = facts.get("domain size m (cells)", info.get("domain_size"))
@@ -239,6 +241,8 @@ def _what_was_published(release, hashes: dict) -> str:
             + (esc(domain.get("statement", "")) + " " if domain.get("statement") else ""))
     if release.cells is not None:
         text += " ".join(esc(note) for note in absent_cell_notes(publication.get("notes", [])))
+    elif publication.get("notes"):  # ALPA: one average for every item; the GS family: one average per group
+        text += esc(publication["notes"][0])
     return "<h3>What was published?</h3><p>" + text.strip() + "</p>"
 
 
@@ -312,9 +316,15 @@ def _how_accurate(release, publication: dict) -> str:
     parts = ["<h3>How accurate is it?</h3>"]
     if release.margin95 is not None:
         spread = _margin_range(release.margin95)
-        parts.append("<p>Every published value comes with its margin of error (the column <b>margin95</b>): the value "
-                     "is within ±margin95 of what the mechanism would have published without noise at least 95% of "
-                     "the time" + (f". Here the margins are {esc(spread)}." if spread else ".")
+        meaning = publication.get("margin95") or ""
+        selected = "before" in meaning and "selected" in meaning  # listed cells chosen by their noisy values
+        promise = ("the noise added to a count before cells were selected lies within ±margin95 at least 95% of the "
+                   "time; among listed cells with small true counts the error exceeds the margin more often"
+                   if selected else
+                   "the value is within ±margin95 of what the mechanism would have published without noise at "
+                   "least 95% of the time")
+        parts.append("<p>Every published value comes with its margin of error (the column <b>margin95</b>): "
+                     + promise + (f". Here the margins are {esc(spread)}." if spread else ".")
                      + " The margin covers the noise only: “What the published numbers are” below says what else "
                        "moves a value.</p>")
     else:
