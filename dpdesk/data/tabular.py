@@ -125,7 +125,7 @@ class _Columns:
 
     def wrong_width(self, count: int, line: int, delimiter) -> None:
         raise DataError(f"this line has {count} fields but the table has {self.width} columns", path=self.path,
-                        line=line, expected=f"{self.width} fields separated by {_name(delimiter)}")
+                        line=line, expected=f"{self.width} fields separated by {delimiters_in_words(delimiter)}")
 
     def add(self, column: int, values, line_numbers: np.ndarray | None = None) -> None:
         """Codes for the values of kept column number ``column`` (values: a list of str or bytes)."""
@@ -323,7 +323,7 @@ def _table_piece(chunk: bytes, delim, line_offset: int, columns: _Columns, consu
         k = int(np.argmax(lengths))
         raise DataError(f"a field is longer than {MAX_FIELD_BYTES:,} bytes", path=path,
                         line=line_offset + int(np.searchsorted(newlines, starts[k])) + 1,
-                        expected="short values separated by " + _name(None if delim is None else chr(delim)))
+                        expected="short values separated by " + delimiters_in_words(None if delim is None else chr(delim)))
     line_of = np.searchsorted(line_ends, starts)  # the line of each field (a field never holds a line end)
     counts = np.bincount(line_of, minlength=line_ends.size)
     # blank lines (only spaces and the like) are skipped: no field, or one empty field and no delimiter
@@ -410,7 +410,7 @@ def _add_records(columns: _Columns, batch: list[list[str]], numbers: list[int], 
     columns.add_lines(np.array(numbers, dtype=np.int64), text.buffer.raw.position)
 
 
-def _name(delimiter):
+def delimiters_in_words(delimiter):
     return {",": "commas", "\t": "tabs", ";": "semicolons", "|": "pipes", None: "spaces"}.get(delimiter, repr(delimiter))
 
 

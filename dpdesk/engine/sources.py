@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import weakref
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from ..data.detect import a_kind, binary_kind, sniff
 from ..data.loader import OPTION_NAMES, _display_name, layout
 from ..data.tabular import _distinct_names, resolve_column
 from ..data.textio import memory_budget, open_source
+from ..data.tabular import delimiters_in_words
 from ..errors import DataError, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress, scaled
 from .backend import EngineUnsupported, open_engine
@@ -254,6 +256,13 @@ def convert(path, out, format: str = "auto", *, progress: ProgressFn | None = No
             backend.statement(f"COPY (SELECT {columns} FROM {reader}) TO {backend.literal_path(partial)} "
                               "(FORMAT parquet)", progress=progress, cancel=cancel, message="Converting")
             partial.replace(out)
+        except DataError as error:  # DuckDB's CSV reader names only the line: say it as the loader would
+            found = re.search(r"CSV Error on Line: (\d+)", str(error))
+            if found is None:
+                raise
+            raise DataError(f"this line does not have the table's {len(names)} fields", path=path,
+                            line=int(found.group(1)),
+                            expected=f"{len(names)} fields separated by {delimiters_in_words(delimiter)}") from None
         finally:
             partial.unlink(missing_ok=True)
     return out

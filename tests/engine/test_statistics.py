@@ -239,3 +239,13 @@ def test_parquet_files_are_weighed_by_what_they_hold_not_their_compressed_size(d
     uncompressed = sum(pq.ParquetFile(table).metadata.row_group(g).total_byte_size
                        for g in range(pq.ParquetFile(table).metadata.num_row_groups))
     assert in_memory_estimate(open_source(table)) == uncompressed * IN_MEMORY_BYTES_PER_BYTE
+
+
+def test_convert_names_the_file_and_line_of_a_ragged_table(tmp_path):
+    """DuckDB's CSV reader says only "CSV Error on Line: 3"; convert says it as inspect does."""
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text("person,item\n1,a\n2,b,c,d\n3\n4,e\n")
+    with pytest.raises(DataError) as caught:
+        convert(ragged, tmp_path / "out.parquet", format="pairs", header=True)
+    assert str(caught.value).startswith("ragged.csv, line 3:") and "separated by commas" in str(caught.value)
+    assert not (tmp_path / "out.parquet").exists()
