@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -22,9 +23,13 @@ THEMES = ("system", "light", "dark", "high-contrast")
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # argparse's own errors: one line, status 2
-        self.print_usage(sys.stderr)
-        print(f"dpdesk: error: {message}", file=sys.stderr)
+    def error(self, message):  # argparse's own errors: one line a steward can act on, status 2
+        number = re.match(r"argument (\S+?)(?:/\S+)?: invalid (float|int) value: '(.*)'$", message)
+        if number:
+            option, kind, given = number.groups()
+            example = "a number such as 0.5 (with a dot, not a comma)" if kind == "float" else "a whole number such as 20"
+            message = f"{option} must be {example}, not '{given}'"
+        print(f"dpdesk: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
         sys.exit(EXIT_USAGE)
 
 
@@ -62,8 +67,9 @@ def _add_import_arguments(parser) -> None:
                        help="the file's layout (default: detected from its content)")
     group.add_argument("--delimiter", help="',', ';', '|', 'tab' or 'whitespace'")
     group.add_argument("--encoding", help="auto, utf-8, utf-8-sig, latin-1 or cp1252")
-    group.add_argument("--header", dest="header", action="store_true", default=None, help="the first line is a header")
-    group.add_argument("--no-header", dest="header", action="store_false", help="there is no header line")
+    header = group.add_mutually_exclusive_group()  # both at once was silently "the last one wins"
+    header.add_argument("--header", dest="header", action="store_true", default=None, help="the first line is a header")
+    header.add_argument("--no-header", dest="header", action="store_false", help="there is no header line")
     group.add_argument("--person", help="pairs: person column (name or 0-based position; default 0)")
     group.add_argument("--item", help="pairs: item column (name or 0-based position; default 1)")
     group.add_argument("--value", help="pairs: value column (non-zero = the person has the item)")
@@ -485,10 +491,15 @@ def cmd_ledger(args) -> int:
         print(f"The ledger is intact ({last_id} entries, hash chain verified). Last entry's hash: {head_hash}")
         return 0
     if args.ledger_command == "cap":
+        known = sorted({e.dataset for e in ledger.entries() if e.dataset})
         entry = ledger.set_cap(args.dataset, args.epsilon, args.reason)
         status = ledger.status(entry.dataset)
         cap = "removed" if args.epsilon is None else f"set to ε = {args.epsilon:g}"
         print(f"Cap for {entry.dataset} {cap} (spent so far: ε = {status.spent:.4g}); recorded as entry #{entry.id}.")
+        if entry.dataset not in known:  # a new name, or a misspelt one that leaves the real dataset uncapped
+            others = f" (names in the ledger: {', '.join(known)})" if known else ""
+            print(f"dpdesk: note: nothing was recorded under the name {entry.dataset} before{others}; check the "
+                  "spelling — a cap applies only to releases under exactly this name.", file=sys.stderr)
         return 0
     return EXIT_USAGE  # pragma: no cover
 
@@ -689,7 +700,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("ledger", help="the privacy budget ledger")
-    ledger = p.add_subparsers(dest="ledger_command", parser_class=_Parser, required=True)
+    ledger = p.add_subparsers(dest="ledger_command", parser_class=_Parser, required=True,
+                               metavar="{list,verify,cap,new}")
     q = ledger.add_parser("list", help="list releases, caps and totals")
     q.add_argument("--dataset", help="only this dataset (its declared name)")
     q.add_argument("--json", action="store_true", help="print the entries as JSON")

@@ -100,3 +100,19 @@ def test_gui_without_display_points_to_the_cli():
     assert result.returncode == 1
     assert "no display" in result.stderr and "dpdesk inspect" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--epsilon", "1,5", "--bound", "5"], "--epsilon must be a number such as 0.5 (with a dot, not a comma), not '1,5'"),
+    (["--epsilon", "1", "--bound", "2.5"], "--bound must be a whole number such as 20, not '2.5'"),
+    (["--epsilon", "1", "--bound", "5", "--header", "--no-header"], "not allowed with argument --header"),
+])
+def test_a_mistyped_option_is_one_line_in_words(args, says, data_dir, tmp_path):
+    result = run("release", data_dir / "chess.dat.gz", "--mechanism", "lpa", *args, "--out", tmp_path / "o")
+    assert result.returncode == 2 and says in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "usage:" not in result.stderr
+
+
+def test_ledger_without_a_subcommand_names_the_choices():
+    result = run("ledger")
+    assert result.returncode == 2 and "{list,verify,cap,new}" in result.stderr and "ledger_command" not in result.stderr

@@ -716,3 +716,15 @@ def test_concurrent_first_use_creates_one_ledger(dpdesk_home, data):
     assert errors == [] and len(set(ids)) == 1
     ledger = Ledger.open()
     assert [e.kind for e in ledger.entries()] == ["genesis"] + ["release"] * 8 and ledger.verify() is None
+
+
+def test_a_cap_under_a_name_never_used_says_so(dpdesk_home, data, tmp_path, capsys):
+    """A misspelt name would cap nothing that exists and leave the real dataset uncapped."""
+    csv = write_csv(tmp_path / "data.csv", data.origin)
+    assert cli.main(["release", str(csv), "--mechanism", "lpa", "--epsilon", "0.4", "--bound", "3", *PUBLIC,
+                     "--out", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    assert cli.main(["ledger", "cap", "dta", "0.5", "--reason", "typo"]) == 0
+    assert "nothing was recorded under the name dta before (names in the ledger: data)" in capsys.readouterr().err
+    assert cli.main(["ledger", "cap", "data", "0.5", "--reason", "agreed"]) == 0
+    assert "note" not in capsys.readouterr().err
