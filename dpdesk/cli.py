@@ -297,7 +297,24 @@ def cmd_release(args) -> int:
         print(json.dumps(summary, ensure_ascii=False))
     else:
         _print_summary(summary, spent=True)
+    _warn_if_nothing_matched(written.release)
     return 0
+
+
+def _warn_if_nothing_matched(release) -> None:
+    """Tell the steward (stderr, never a public file) when no declared item occurs in the data: every
+    published count is then noise alone — a list for another dataset, or ids for a labelled file.
+
+    After the release, not before: refusing because of what the data holds would be a decision
+    on the data that no budget pays for (DESIGN: refusals depend on declared inputs only).
+    """
+    internal = getattr(release, "internal", None) or {}
+    items = (release.report.get("public_facts") or {}).get("number of items (d)")
+    absent = internal.get("declared items nobody has")
+    if items and absent is not None and absent >= items:
+        print(f"dpdesk: note (internal, not published): none of the {items:,} declared items occurs in the data, "
+              "so every published count is noise alone. Check --items: a list for another dataset, or ids "
+              "(range:D) for a file whose items are labels?", file=sys.stderr)
 
 
 def cmd_convert(args) -> int:

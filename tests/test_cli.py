@@ -116,3 +116,19 @@ def test_a_mistyped_option_is_one_line_in_words(args, says, data_dir, tmp_path):
 def test_ledger_without_a_subcommand_names_the_choices():
     result = run("ledger")
     assert result.returncode == 2 and "{list,verify,cap,new}" in result.stderr and "ledger_command" not in result.stderr
+
+
+def test_a_declared_list_that_matches_nothing_is_noted_to_the_steward(tmp_path):
+    """Every count is then noise alone; said on stderr after the release (a refusal would be a
+    decision on the data that no budget pays for), never in a public file."""
+    home = {**os.environ, "DPDESK_HOME": str(tmp_path / "home")}
+    sample = run("sample", tmp_path, env=home)
+    assert sample.returncode == 0
+    data = tmp_path / "groceries.csv.gz"
+    wrong = run("release", data, "--mechanism", "lpa", "--bound", "5", "--epsilon", "0.5", "--items", "range:169",
+                "--out", tmp_path / "a", env=home)
+    assert wrong.returncode == 0 and "none of the 169 declared items occurs in the data" in wrong.stderr
+    assert "declared items" not in (tmp_path / "a" / "release.json").read_text()
+    right = run("release", data, "--mechanism", "lpa", "--bound", "5", "--epsilon", "0.5", "--items", "from-data",
+                "--items-are-public", "--out", tmp_path / "b", env=home)
+    assert right.returncode == 0 and "note" not in right.stderr
