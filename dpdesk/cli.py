@@ -306,7 +306,7 @@ def _warn_if_nothing_matched(release) -> None:
     published count is then noise alone — a list for another dataset, or ids for a labelled file.
 
     After the release, not before: refusing because of what the data holds would be a decision
-    on the data that no budget pays for (DESIGN: refusals depend on declared inputs only).
+    on the data that no budget pays for (a refusal may depend on declared inputs only).
     """
     internal = getattr(release, "internal", None) or {}
     items = (release.report.get("public_facts") or {}).get("number of items (d)")
