@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import DataError, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress, scaled
 from .dataset import CellCounts, Dataset, build_incidence
@@ -122,6 +124,8 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
         csr, labels = to_csr(lines)
         del lines
         give_back_free_memory()
+        if options.get("delimiter") not in (None, "auto") and csr.shape[0] > 1 and np.all(np.diff(csr.indptr) <= 1):
+            _refuse_a_delimiter_that_never_splits(labels, delimiter, path)
         dataset = Dataset(csr, labels, name=name, source=source_record)
     else:
         table = read_table(source, delimiter=delimiter, header=header, encoding=sniffed.encoding,
@@ -164,6 +168,20 @@ def _display_name(path: Path) -> str:
         if name.endswith(suffix):
             name = name[: -len(suffix)]
     return name
+
+
+def _refuse_a_delimiter_that_never_splits(labels, delimiter, path) -> None:
+    """A delimiter the steward gave that splits no line, where most "items" hold another one:
+    whole baskets would be published as item labels (each a person's list). One item per person
+    is possible, so only labels that are mostly lists of another delimiter are refused (a
+    person with one item has no delimiter on the line, hence "most", not "all")."""
+    sample = [str(label) for label in labels[:1000]]
+    given = "whitespace" if delimiter is None else repr(delimiter)
+    for other, word in ((";", "semicolon"), (",", "comma"), ("\t", "tab"), ("|", "pipe")):
+        if other != delimiter and len(sample) > 1 and sum(other in label for label in sample) * 2 > len(sample):
+            raise DataError(f"no line is split by the delimiter given ({given}) but most lines hold a {word}, so "
+                            "each person's whole basket would be read as one item", path=path,
+                            expected=f"--delimiter {other!r}, or no --delimiter (dpdesk then finds it)")
 
 
 def layout(sniffed, format: str, options: dict, path) -> tuple[str, str | None, bool]:

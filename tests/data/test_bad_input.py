@@ -152,3 +152,16 @@ def test_a_value_with_a_line_end_is_shown_escaped_on_one_line(tmp_path):
     path.write_text('id,a,b\n1,"0\n1",1\n2,0,1\n')  # a quoted field holding a line end
     message = check(path, r"the value '0\\n1' is not 0 or 1", line=2, column="a", fmt="matrix")
     assert "\n" not in message
+
+
+def test_a_given_delimiter_that_splits_no_line_is_refused_when_the_lines_are_lists(tmp_path):
+    """Found by an outsider: `--delimiter ,` on a semicolon file read every basket as one item,
+    and `--items from-data --items-are-public` then published whole baskets as item labels."""
+    semi = tmp_path / "semi.csv"
+    semi.write_text("citrus fruit;margarine;ready soups\ntropical fruit;yogurt\nwhole milk\npip fruit;soda\n")
+    with pytest.raises(DataError, match="no line is split by the delimiter given .* most lines hold a semicolon"):
+        dpdesk.load(semi, delimiter=",")
+    assert dpdesk.load(semi, delimiter=";").n_items == 8 and dpdesk.load(semi).n_items == 8
+    single = tmp_path / "single.csv"
+    single.write_text("whole milk\nyogurt\nsoda\n")  # one item a person is a file like any other
+    assert dpdesk.load(single, delimiter=",").n_items == 3
