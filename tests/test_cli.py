@@ -132,3 +132,12 @@ def test_a_declared_list_that_matches_nothing_is_noted_to_the_steward(tmp_path):
     right = run("release", data, "--mechanism", "lpa", "--bound", "5", "--epsilon", "0.5", "--items", "from-data",
                 "--items-are-public", "--out", tmp_path / "b", env=home)
     assert right.returncode == 0 and "note" not in right.stderr
+
+
+def test_inspect_names_the_columns_it_took_as_person_and_item(tmp_path):
+    """A table that is not what the steward thinks (price, name, time) is read by position: say so."""
+    table = tmp_path / "table.csv"
+    table.write_text("price,name,when\n1.5,x,1\n2.5,y,2\n3.0,z,3\n")
+    for engine in ("memory", "duckdb"):
+        result = run("inspect", table, "--engine", engine)
+        assert result.returncode == 0 and "person = column 'price', item = column 'name'" in result.stdout

@@ -578,6 +578,7 @@ def pairs_to_dataset(table: Table, *, person=0, item=1, value=None, keep_values:
     item_col = table.column(item, "item")
     if person_col == item_col:
         raise ParameterError("The person and item columns must be different.")
+    source = {**source, "person column": person_col, "item column": item_col}  # what `inspect` names
     _missing(table, person_col, "person")
     _missing(table, item_col, "item")
     # codes number values in order of first appearance: people and items named in the file

@@ -134,7 +134,7 @@ def table_dataset(backend, reader: str, names: list[str], fmt: str, options: dic
         value = resolve_column(names, options["value"], "value") if options.get("value") is not None else None
         incidence = pairs_relation(backend, reader, names, person=person, item=item, value=value, path=path,
                                    line_offset=line_offset, progress=progress, cancel=cancel)
-        return EngineDataset(incidence, name=name, source=record)
+        return EngineDataset(incidence, name=name, source={**record, "person column": person, "item column": item})
     if fmt == "records" and not options.get("attributes"):
         incidence = records_relation(backend, reader, names, progress=progress, cancel=cancel)
         return EngineDataset(incidence, name=name, source=record)
