@@ -105,27 +105,28 @@ check_cli() {
   fi
 }
 
+# window_refused CHROOT LABEL DPDESK PATTERN NOTE: `gui --sample` must fail in one line matching PATTERN
+window_refused() {
+  local output status
+  output="$(run "$1" "$3" gui --sample 2>&1)" && status=0 || status=$?
+  if [ "$status" != 0 ] && one_line_error "$output" && printf '%s' "$output" | grep -qE "$4"; then
+    ok "$2: window refused in one line$5: ${output:0:160}…"
+  else
+    bad "$2: window$5 not refused in one line (status $status): $output"
+  fi
+}
+
 # check_window CHROOT LABEL DPDESK MODE: dpdesk gui --sample on the virtual screen; host mode
 # needs the window up (and takes a screenshot), bare mode a one-line refusal
 check_window() {
   local chroot_root="$1" label="$2" dpdesk="$3" mode="$4" output status
   if [ "$mode" = bare ]; then
-    output="$(run "$chroot_root" "$dpdesk" gui --sample 2>&1)" && status=0 || status=$?
-    if [ "$status" != 0 ] && one_line_error "$output" && printf '%s' "$output" | grep -qE "apt-get install|glibc 2.34 or newer"; then
-      ok "$label: window refused in one line: ${output:0:160}…"
-    else
-      bad "$label: window without the packages (status $status): $output"
-    fi
+    window_refused "$chroot_root" "$label" "$dpdesk" "apt-get install|glibc 2.34 or newer" ""
     return
   fi
   if [ "$(printf '%s\n' "$glibc" 2.34 | sort -V | head -1)" != 2.34 ]; then
     # older than the pinned Qt's glibc (dpdesk/hostlibs.py QT_GLIBC): the window is refused in one sentence
-    output="$(run "$chroot_root" "$dpdesk" gui --sample 2>&1)" && status=0 || status=$?
-    if [ "$status" != 0 ] && one_line_error "$output" && printf '%s' "$output" | grep -q "glibc 2.34 or newer"; then
-      ok "$label: window refused in one line (glibc $glibc): ${output:0:160}…"
-    else
-      bad "$label: window on glibc $glibc (status $status): $output"
-    fi
+    window_refused "$chroot_root" "$label" "$dpdesk" "glibc 2.34 or newer" " (glibc $glibc)"
     return
   fi
   run "$chroot_root" timeout 25 "$dpdesk" gui --sample > "$OUT/$label-gui.log" 2>&1 &

@@ -23,6 +23,7 @@ import re
 from functools import lru_cache
 
 from ..evaluation.planner import odds_after
+from ..mechanisms.publish import COLUMN_MEANING
 from .export import require_release
 
 # what the sections below show; any other key of release.report goes to "Further details"
@@ -316,8 +317,8 @@ def _how_accurate(release, publication: dict) -> str:
     parts = ["<h3>How accurate is it?</h3>"]
     if release.margin95 is not None:
         spread = _margin_range(release.margin95)
-        meaning = publication.get("margin95") or ""
-        selected = "before" in meaning and "selected" in meaning  # listed cells chosen by their noisy values
+        # a meaning of its own is a summary's, whose listed cells were chosen by their noisy values
+        selected = not (publication.get("margin95") or COLUMN_MEANING).startswith(COLUMN_MEANING)
         promise = ("the noise added to a count before cells were selected lies within ±margin95 at least 95% of the "
                    "time; among listed cells with small true counts the error exceeds the margin more often"
                    if selected else

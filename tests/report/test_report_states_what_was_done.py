@@ -239,3 +239,14 @@ def test_one_item_is_not_plural(tmp_path):
     release.values, release.labels, release.margin95 = release.values[:1], release.labels[:1], release.margin95[:1]
     text = text_of(public_report_html(release, HASHES))
     assert "The noisy counts of 1 item as" in text and "1 items" not in text
+
+
+def test_the_first_pages_margin_promise_is_the_one_that_holds():
+    """A summary lists cells chosen by their noisy values: its margin bounds the noise before the
+    choice; a table published whole keeps the general promise."""
+    def first_page(mechanism, **params):
+        release = as_released(dpdesk.release(crafted_cells(), mechanism, epsilon=0.5, rng=3, **params))
+        return text_of(public_report_html(release, HASHES)).split("The release at a glance", 1)[0]
+
+    assert "before cells were selected" in first_page("filter2", threshold=5)
+    assert "before cells were selected" not in first_page("geometric")
