@@ -215,5 +215,6 @@ def unrounded_release(release: Release) -> Release:
     return raw
 
 
-__all__ = ["FORMS", "COLUMN_MEANING", "RAW_FORM", "SIGNED_WHOLE_FORM", "WHOLE_FORM", "publication_form", "CellSummary", "discrete_laplace_margin", "publish", "published_margin",
-           "publication_report", "round_up", "unrounded_release"]
+__all__ = ["FORMS", "COLUMN_MEANING", "RAW_FORM", "SIGNED_WHOLE_FORM", "WHOLE_FORM", "CellSummary",
+           "discrete_laplace_margin", "publication_form", "publication_report", "publish", "published_margin",
+           "round_up", "unrounded_release"]

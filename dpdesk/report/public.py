@@ -23,7 +23,7 @@ import re
 from functools import lru_cache
 
 from ..evaluation.planner import odds_after
-from ..mechanisms.publish import COLUMN_MEANING
+from ..mechanisms.publish import COLUMN_MEANING, WHOLE_FORM
 from .export import require_release
 
 # what the sections below show; any other key of release.report goes to "Further details"
@@ -543,7 +543,7 @@ def _parameters(mechanism_id: str, parameters: dict, publication: dict | None = 
         schema = {p.name: p for p in registry.get(mechanism_id).params}
     except ParameterError:  # a mechanism this version does not know: list its set parameters in words
         schema = None
-    whole = (publication or {}).get("form") == "whole numbers ≥ 0"
+    whole = (publication or {}).get("form") == WHOLE_FORM
     rows = []
     for key, value in parameters.items():
         param = schema.get(key) if schema is not None else None
