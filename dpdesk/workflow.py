@@ -27,8 +27,6 @@ recorded and how to write the files.
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import math
 from glob import escape as glob_escape
 import os
@@ -39,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import api
+from . import api, locks
 from . import mechanisms as registry
 from .data.domain import (DOMAINS_CHOICES_TEXT, HOW_DISCOVERED, HOW_LIST, HOW_PUBLIC_DATA, ITEMS_CHOICES_TEXT,
                           CellDomain, DomainDeclaration, PublicView, cell_domain_of, declared_domain,
@@ -119,11 +117,8 @@ class ExportTarget:
 
     def close(self) -> None:
         if self._lock is not None:
-            try:
-                fcntl.flock(self._lock, fcntl.LOCK_UN)
-            finally:
-                self._lock.close()
-                self._lock = None
+            locks.release(self._lock)
+            self._lock = None
 
 
 def prepare_export(out_dir, names, *, force: bool = False) -> ExportTarget:
@@ -153,8 +148,7 @@ def prepare_export(out_dir, names, *, force: bool = False) -> ExportTarget:
     if not force:  # the folder may have changed while we waited for nothing: check again under the lock
         for name in names:
             if (absolute / name).exists():
-                fcntl.flock(lock, fcntl.LOCK_UN)
-                lock.close()
+                locks.release(lock)
                 raise ExportError(f"{folder / name} already exists. No noise was drawn.")
     return ExportTarget(absolute, list(names), force, lock)
 
@@ -188,17 +182,11 @@ def require_writable_folder(folder: Path, what: str, consequence: str = "No nois
 def _lock_folder(folder: Path):
     from .paths import user_data_dir
 
-    locks = user_data_dir() / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    key = hashlib.sha256(os.fsencode(os.path.realpath(folder))).hexdigest()[:32]
-    handle = open(locks / f"{key}.lock", "a+")
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
+        return locks.acquire(locks.lock_path(user_data_dir() / "locks", os.path.realpath(folder)), blocking=False)
+    except locks.LockBusy:
         raise ExportError(f"Another release is being written to {folder} right now. Wait for it to finish, or "
                           "choose another folder. No noise was drawn.") from None
-    return handle
 
 
 def write_export(target: ExportTarget, files: dict[str, bytes]) -> list[Path]:

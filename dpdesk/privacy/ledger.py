@@ -61,7 +61,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import __version__
+from .. import __version__, locks
 from ..errors import BudgetError, LedgerError, ParameterError
 
 LEDGER_FILE = "ledger.sqlite"
@@ -377,14 +377,8 @@ class Ledger:
     @contextmanager
     def _creation_lock(self):
         """Serialise creating (or replacing) the ledger file between processes and threads."""
-        import fcntl
-
-        with open(self.path.with_name(self.path.name + ".lock"), "a+") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with locks.held(self.path.with_name(self.path.name + ".lock")):
+            yield
 
     def _state(self) -> str:
         """``absent`` (no ledger, or an empty file), ``ready``, ``old`` (format 1) or ``foreign``."""
