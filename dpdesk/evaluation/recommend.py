@@ -84,10 +84,9 @@ class Recommendation:
 
     @property
     def chosen_how(self) -> str:
-        """A sentence for the public report's "how the mechanism was chosen"."""
-        facts = ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}" for k, v in self.declared.items())
-        return (f"Recommended by dpdesk from declared facts only ({facts}); the data was not looked at to "
-                "choose it.")
+        """A sentence for the public report's "how the mechanism was chosen", in a reader's words."""
+        return (f"Recommended by dpdesk from declared facts only ({declared_in_words(self.declared)}); the data was "
+                "not looked at to choose it.")
 
     def to_json(self) -> dict:
         return {"mechanism": self.mechanism, "params": self.params, "reasons": self.reasons,
@@ -248,11 +247,21 @@ def _choice_settings(choice: str, facts: Declared) -> tuple[str, dict, int | Non
 
 
 def _declared_text(facts: Declared) -> str:
-    parts = [f"ε = {facts.epsilon:g}", f"{facts.items:,} items"]
-    if facts.bound is not None:
-        parts.append(f"the bound Δ = {facts.bound:,}")
-    if facts.typical_row_length is not None:
-        parts.append(f"about {facts.typical_row_length:g} items per typical person")
+    return declared_in_words(_declared_dict(facts))
+
+
+def declared_in_words(declared: dict) -> str:
+    """The declared facts a recommendation came from (:attr:`Recommendation.declared`), as a reader says
+    them: "ε = 0.69, 16,470 items, the bound Δ = 20, about 8 items per typical person"."""
+    parts = [f"ε = {declared['epsilon']:g}"]
+    if "items" in declared:
+        parts.append(f"{declared['items']:,} items")
+    if "cells" in declared:
+        parts.append(f"{declared['cells']:,} cells")
+    if declared.get("bound") is not None:
+        parts.append(f"the bound Δ = {declared['bound']:,}")
+    if declared.get("typical_row_length") is not None:
+        parts.append(f"about {declared['typical_row_length']:g} items per typical person")
     return ", ".join(parts)
 
 

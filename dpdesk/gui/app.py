@@ -71,6 +71,9 @@ def make_app(argv=None, theme: str | None = None):
     app.setDesktopFileName("dpdesk")  # matches packaging/dpdesk.desktop (menu entry, Wayland app id)
     app.setWindowIcon(QIcon(str(resources_dir() / "icons" / "dpdesk-256.png")))
     collect_garbage_in_the_gui_thread(app)
+    from .widgets import install_wheel_guard
+
+    install_wheel_guard(app)
     return app
 
 

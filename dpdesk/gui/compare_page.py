@@ -13,6 +13,7 @@ not stretch the axis over decades where nothing is drawn.
 from __future__ import annotations
 
 import math
+import re
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -21,7 +22,7 @@ import numpy as np
 import pyqtgraph as pg
 from scipy import stats
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGridLayout,
+from PySide6.QtWidgets import (QButtonGroup, QComboBox, QFileDialog, QFormLayout, QGridLayout,
                                QGroupBox, QHBoxLayout, QLabel, QLineEdit, QMessageBox, QProgressBar, QPushButton,
                                QRadioButton, QSpinBox, QTabWidget, QVBoxLayout, QWidget)
 
@@ -34,7 +35,7 @@ from ..evaluation.summaries import error_vs_range_size, error_vs_summary_size
 from ..evaluation.standin import DeclaredFacts, synthetic_cells, synthetic_incidence
 from . import theme
 from .state import AppState
-from .widgets import Banner, PlotPanel, colour, heading, show_error
+from .widgets import Banner, DecimalSpinBox, PlotPanel, colour, heading, show_error
 from .workers import Task
 
 ALL_METRIC_LABELS = dict(METRIC_LABELS, summary_size="Summary size (cells listed)",
@@ -94,19 +95,44 @@ def mean_interval(values: list[float]) -> tuple[float, float, float, int]:
     return mean, mean - half, mean + half, n
 
 
-def parse_epsilons(text: str) -> list[float]:
+def parse_epsilons(text: str, point: str = ".") -> list[float]:
+    """The ε values of a list typed by the steward, sorted. Values are separated by ";", by spaces or by
+    a comma followed by a space; ``point`` is the locale's decimal mark, and either mark is read as a
+    decimal mark where that is the only reading ("0,5; 1,5" and "0.5, 1.5" alike). A comma with
+    digits on both sides and no space is refused in words where it could also separate two values
+    ("1,5": one and a half, or 1 and 5?). "ln 3" is accepted."""
     values = []
-    for part in text.replace(";", ",").split(","):
-        part = part.strip().lower()
+    # "ln 3" is one value: its space is not a separator
+    tokens = re.split(r";|,\s+|\s+", re.sub(r"\bln\s+", "ln", text.strip().lower()))
+    for token in tokens:
+        part = token.strip()
         if not part:
             continue
+        if "," in part:
+            if point == "," and part.count(",") == 1 and "." not in part:
+                part = part.replace(",", ".")  # the locale's decimal comma
+            elif "." in part and point == ".":  # "0.1,0.4": the points are decimal, so commas separate
+                values.extend(parse_epsilons(part.replace(",", "; "), point))
+                continue
+            else:
+                raise ParameterError(
+                    f"'{part}' can be read two ways: as one value with a decimal comma or as values separated by "
+                    "a comma. Write decimals with a point (1.5) and separate values with '; ' or ', ' (0.5; 1.5).")
         try:
-            values.append(math.log(float(part[3:].strip("() "))) if part.startswith("ln") else float(part))
+            values.append(math.log(float(part[2:].strip("() "))) if part.startswith("ln") else float(part))
         except ValueError:
-            raise ParameterError(f"'{part}' is not a number; write ε values like 0.1, 0.69, ln 3.") from None
+            raise ParameterError(f"'{part}' is not a number; write ε values like 0.1; 0.69; ln 3.") from None
     if not values:
         raise ParameterError("Give at least one ε value to compare.")
     return sorted(set(values))
+
+
+def format_epsilons(values, point: str = ".") -> str:
+    """ε values as the list box shows them, in the locale's decimal mark ("0.1, 0.4" or "0,1; 0,4")."""
+    texts = [f"{value:.4g}" for value in values]
+    if point == ",":
+        return "; ".join(text.replace(".", ",") for text in texts)
+    return ", ".join(texts)
 
 
 class ComparePage(QWidget):
@@ -121,9 +147,10 @@ class ComparePage(QWidget):
         controls = QHBoxLayout()
         settings = QGroupBox("What to compare")
         form = QFormLayout(settings)
-        self.epsilons = QLineEdit("0.1, 0.4, 0.69, 1.1, 2")
-        self.epsilons.setAccessibleName("Epsilon values to compare, comma separated")
-        self.epsilons.setToolTip("ε values separated by commas; 'ln 3' is accepted")
+        self.epsilons = QLineEdit()
+        self.epsilons.setAccessibleName("Epsilon values to compare")
+        self.epsilons.setToolTip("ε values separated by “; ” or “, ” — for example 0.1; 0.69; 2 — and “ln 3” is "
+                                 "accepted")
         self.repeats = QSpinBox()
         self.repeats.setRange(1, 10_000)
         self.repeats.setValue(10)
@@ -158,10 +185,10 @@ class ComparePage(QWidget):
         self.fact_rows = QSpinBox()
         self.fact_rows.setRange(1, 10**9)
         self.fact_rows.setValue(10_000)
-        self.fact_mean = QDoubleSpinBox()
+        self.fact_mean = DecimalSpinBox()
         self.fact_mean.setRange(0.1, 1e6)
         self.fact_mean.setValue(8)
-        self.fact_skew = QDoubleSpinBox()
+        self.fact_skew = DecimalSpinBox()
         self.fact_skew.setRange(0, 4)
         self.fact_skew.setSingleStep(0.1)
         self.fact_skew.setValue(1.1)
@@ -327,7 +354,7 @@ class ComparePage(QWidget):
             self.on_synthetic.setChecked(True)
         self.run_button.setEnabled(data is not None)
         settings = self.state.compare_settings
-        self.epsilons.setText(", ".join(f"{e:.4g}" for e in settings.get("epsilons", [])))
+        self.epsilons.setText(format_epsilons(settings.get("epsilons", []), self.locale().decimalPoint()))
         self.repeats.setValue(int(settings.get("repeats", 10)))
         self.seed.setValue(int(settings.get("seed", 1)))
 
@@ -369,7 +396,7 @@ class ComparePage(QWidget):
         try:
             if not configurations:
                 raise ParameterError("Tick at least one mechanism on the Configure page.")
-            epsilons = parse_epsilons(self.epsilons.text())
+            epsilons = parse_epsilons(self.epsilons.text(), self.locale().decimalPoint())
             data, on_standin = self.comparison_data()
             entries, skipped = [], []
             for configuration in configurations:

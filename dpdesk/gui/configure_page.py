@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QFrame, QGridLayout,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QFrame, QGridLayout,
                                QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QScrollArea, QSizePolicy,
                                QSlider, QSpinBox, QSplitter, QToolButton, QVBoxLayout, QWidget)
 
@@ -24,7 +24,7 @@ from ..evaluation.planner import odds_after
 from ..evaluation.recommend import declared_size, recommend
 from ..mechanisms.base import PURPOSES, purpose_of
 from .state import AppState
-from .widgets import Badge, Banner, bold, explanation, heading
+from .widgets import Badge, Banner, DecimalSpinBox, bold, explanation, heading
 
 EPS_MIN, EPS_MAX, SLIDER_STEPS = 0.01, 10.0, 1000
 # ε named by what it means for the steward; ln 1.5 and ln 3 are DPSense's worked examples, ln 2
@@ -73,13 +73,13 @@ class AccuracyTarget(QWidget):
         self.answer.setValue(1000)
         self.answer.setGroupSeparatorShown(True)
         self.answer.setAccessibleName("Counts above this number must be accurate")
-        self.within = QDoubleSpinBox()
+        self.within = DecimalSpinBox()
         self.within.setRange(0.1, 1000)
         self.within.setDecimals(1)
         self.within.setValue(10)
         self.within.setSuffix(" %")
         self.within.setAccessibleName("Largest relative error, in percent")
-        self.confidence = QDoubleSpinBox()
+        self.confidence = DecimalSpinBox()
         self.confidence.setRange(50, 99.9)
         self.confidence.setDecimals(1)
         self.confidence.setValue(95)
@@ -168,7 +168,7 @@ class EpsilonControl(QGroupBox):
             self.preset_odds[name] = odds
         layout.addLayout(presets)
         slider_row = QGridLayout()
-        self.spin = QDoubleSpinBox()
+        self.spin = DecimalSpinBox()
         self.spin.setDecimals(4)
         self.spin.setRange(EPS_MIN, EPS_MAX)
         self.spin.setSingleStep(0.05)
@@ -246,7 +246,7 @@ def param_widget(param, value, on_change):
         widget.setValue(int(value) if value is not None else (low - 1 if optional else low))
         widget.valueChanged.connect(lambda v: on_change(None if optional and v == low - 1 else int(v)))
     elif param.kind == "float":
-        widget = QDoubleSpinBox()
+        widget = DecimalSpinBox()
         widget.setDecimals(4)
         widget.setRange(param.minimum if param.minimum is not None else -1e12,
                         param.maximum if param.maximum is not None else 1e12)
@@ -293,10 +293,8 @@ def _browse(edit: QLineEdit) -> None:
         edit.setText(path)
 
 
-def params_in_words(mechanism_id: str, params: dict) -> str:
-    """'with Δ = 20' for a recommendation's parameters, using the schema's labels."""
-    if not params:
-        return ""
+def settings_in_words(mechanism_id: str, params: dict) -> str:
+    """'Δ = 20, Rounding step = 5': a mechanism's settings with the schema's labels ("" for none)."""
     mechanism = registry.get(mechanism_id)
     parts = []
     for name, value in params.items():
@@ -304,8 +302,14 @@ def params_in_words(mechanism_id: str, params: dict) -> str:
             title = "Δ" if name == "bound" else mechanism.param(name).title
         except KeyError:
             title = name
-        parts.append(f"{title} = {value:,}" if isinstance(value, int) else f"{title} = {value}")
-    return "with " + ", ".join(parts)
+        parts.append(f"{title} = {value:,}" if isinstance(value, int) and not isinstance(value, bool) else
+                     f"{title} = {'yes' if value is True else 'no' if value is False else value}")
+    return ", ".join(parts)
+
+
+def params_in_words(mechanism_id: str, params: dict) -> str:
+    """'with Δ = 20' for a recommendation's parameters, using the schema's labels."""
+    return "with " + settings_in_words(mechanism_id, params) if params else ""
 
 
 class RecommendationPanel(QFrame):
@@ -331,8 +335,9 @@ class RecommendationPanel(QFrame):
         self.title.setAccessibleName("Recommended mechanism")
         self.use_button = QPushButton("Use the recommendation")
         self.use_button.setAccessibleName("Use the recommended mechanism and its settings")
-        self.use_button.setToolTip("Ticks the recommended mechanism for comparing and releasing and sets its "
-                                   "settings. It costs no privacy budget: the advice used declared facts only.")
+        self.use_button.setToolTip("Ticks the recommended mechanism and the ones worth comparing with it, each "
+                                   "with its settings, and unticks the others. It costs no privacy budget: the "
+                                   "advice used declared facts only.")
         self.use_button.setSizePolicy(QSizePolicy.Fixed, QSizePolicy.Fixed)
         top.addWidget(self.title, 1)
         top.addWidget(self.use_button, 0, Qt.AlignTop)
@@ -391,6 +396,8 @@ class MechanismRow(QFrame):
         self.name.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # wraps instead of widening
         self.badge = Badge("★ Recommended", "info")
         self.badge.setVisible(False)
+        self.unready = Badge("Needs settings", "warning")  # ticked, but its settings are not complete
+        self.unready.setVisible(False)
         self.paper_button = QToolButton()
         self.paper_button.setText("Paper")
         self.paper_button.setCheckable(True)
@@ -406,7 +413,11 @@ class MechanismRow(QFrame):
         self.reference.setVisible(False)
         grid.addWidget(self.check, 0, 0, Qt.AlignTop)
         grid.addWidget(self.name, 0, 1)
-        grid.addWidget(self.badge, 0, 2, Qt.AlignTop)
+        badges = QVBoxLayout()
+        badges.setSpacing(2)
+        badges.addWidget(self.badge)
+        badges.addWidget(self.unready)
+        grid.addLayout(badges, 0, 2, Qt.AlignTop)
         grid.addWidget(self.paper_button, 0, 3, Qt.AlignTop)
         grid.addWidget(self.summary, 1, 1, 1, 3)
         grid.addWidget(self.reference, 2, 1, 1, 3)
@@ -485,7 +496,7 @@ class ConfigurePage(QWidget):
             "before any noise is added (<i>truncation</i>): that caps how much one person can change the counts, "
             "which is what lets the noise stay small. A Δ too small loses information; too large adds noise. "
             "Mechanisms under “No bound needed” need no Δ."))
-        self.typical = QDoubleSpinBox()
+        self.typical = DecimalSpinBox()
         self.typical.setRange(0, 10**6)
         self.typical.setDecimals(1)
         self.typical.setSpecialValueText("not declared")
@@ -576,6 +587,7 @@ class ConfigurePage(QWidget):
         self._filling = False
         self.current = None
         self.refresh_recommendation()
+        self._mark_unready()
         if first is not None:
             self.select(first)
 
@@ -611,6 +623,23 @@ class ConfigurePage(QWidget):
             configuration = self.state.configurations.get(mechanism_id)
             row.check.setChecked(bool(configuration and configuration.enabled))
         self._filling = False
+        self._mark_unready()
+
+    def not_ready(self, mechanism_id: str) -> str | None:
+        """Why a mechanism cannot run with its settings as they are (its schema's check, on declared
+        inputs only), or None."""
+        try:
+            registry.get(mechanism_id).validate(None, self.state.epsilon, self.state.params_for(mechanism_id))
+        except DpdeskError as error:
+            return str(error)
+        return None
+
+    def _mark_unready(self) -> None:
+        """Ticked mechanisms whose settings are incomplete say so in the list, before Compare leaves them out."""
+        for mechanism_id, row in self.rows.items():
+            why = self.not_ready(mechanism_id) if row.check.isChecked() else None
+            row.unready.setVisible(why is not None)
+            row.unready.setToolTip(why or "")
 
     def _ticked(self, mechanism_id: str, on: bool) -> None:
         if not self._filling:
@@ -653,6 +682,12 @@ class ConfigurePage(QWidget):
         # out keeps the advice the same after "Use the recommendation"
         bound = self.state.bound if incidence and not self.state.bound_proposed else None
         length = self.state.typical_row_length if incidence else None
+        if incidence and bound is None and length is None:
+            # with nothing declared the only advice is one noisy average for every item: ask instead
+            self.recommendation.show_missing(
+                "Declare what you know about the data below — Δ, the most items one person may contribute, or "
+                "about how many items a typical person holds — and dpdesk recommends a mechanism from it.")
+            return
         try:
             advice = recommend(data.kind, self.declared_domain_size(), self.state.epsilon, bound, length)
         except DpdeskError as error:
@@ -669,7 +704,15 @@ class ConfigurePage(QWidget):
         advice = self.advice
         if advice is None:
             return
-        self.state.use_recommendation(advice.mechanism, advice.params, advice.chosen_how)
+        # the alternatives worth comparing, with their settings, where those settings are complete
+        also = []
+        for alternative in advice.alternatives:
+            try:
+                registry.get(alternative.mechanism).validate(None, self.state.epsilon, alternative.params)
+            except DpdeskError:
+                continue
+            also.append((alternative.mechanism, alternative.params))
+        self.state.use_recommendation(advice.mechanism, advice.params, advice.chosen_how, also)
         self.current = None  # show the settings just set
         self.select(advice.mechanism)
         row = self.rows.get(advice.mechanism)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from PySide6.QtCore import QRect, QSettings, QSize, Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMainWindow,
-                               QMessageBox, QProgressDialog, QPushButton, QScrollArea, QSizePolicy, QStackedWidget,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QApplication, QFileDialog, QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
+                               QMainWindow, QMessageBox, QProgressDialog, QPushButton, QScrollArea, QSizePolicy,
+                               QStackedWidget, QVBoxLayout, QWidget)
 
 from .. import __version__, guidance
 from ..errors import DpdeskError
@@ -25,7 +25,7 @@ from .help_window import HelpWindow
 from .plan_page import PlanPage
 from .release_page import ReleasePage
 from .state import AppState
-from .widgets import DataSummaryView, explanation, heading, show_error
+from .widgets import DataSummaryView, explanation, heading, install_wheel_guard, show_error
 from .preferences import PreferencesDialog, apply_memory_preference
 from .wizard import ImportWizard
 from .workers import Task
@@ -101,8 +101,10 @@ class DataPage(QWidget):
 class MainWindow(QMainWindow):
     def __init__(self):
         super().__init__()
+        install_wheel_guard(QApplication.instance())  # also when the application was not made by make_app
         self.state = AppState()
         self.project_task: Task | None = None  # reading a project's data file
+        self._quitting = False  # the steward chose to quit; the window closes when the running work has stopped
         self.settings = QSettings(str(user_data_dir() / "settings.ini"), QSettings.IniFormat)
         apply_memory_preference(self.settings)
         self.setAcceptDrops(True)
@@ -193,7 +195,10 @@ class MainWindow(QMainWindow):
         for i, text in enumerate(STEPS):
             self._action(go, text, lambda _=False, i=i: self.steps.setCurrentRow(i), f"Ctrl+{i + 1}")
         run = self.menuBar().addMenu("&Run")
-        self._action(run, "Run &comparison", lambda: (self.steps.setCurrentRow(2), self.compare_page.run()), "Ctrl+R")
+        # Ctrl+R runs the page's own work: the release on the Release page (after its confirmation), the
+        # comparison everywhere else (_page_changed moves the shortcut)
+        self.run_comparison_action = self._action(run, "Run &comparison", self.run_comparison, "Ctrl+R")
+        self.run_release_action = self._action(run, "Run &release (secure)…", self.run_release)
         self._action(run, "&Cancel comparison", self.compare_page.cancel, "Esc")
         help_menu = self.help_menu = self.menuBar().addMenu("&Help")
         self._action(help_menu, "Help for &this page", self.help_for_current_page, QKeySequence.HelpContents)
@@ -203,6 +208,25 @@ class MainWindow(QMainWindow):
         self._action(help_menu, "Getting &started guide…", self.start_guide)
         help_menu.addSeparator()
         self._action(help_menu, "&About dpdesk", self.show_about)
+
+    def run_comparison(self) -> None:
+        self.show_page("compare")
+        self.compare_page.run()
+
+    def run_release(self) -> None:
+        """Run release, as its button does (it asks to confirm first); say why not when it cannot run yet."""
+        self.show_page("release")
+        if self.release_page.run_button.isEnabled():
+            self.release_page.run_button.click()
+        else:
+            self.statusBar().showMessage("The release cannot run yet. " + guidance.next_step("release",
+                                                                                            self.progress()),
+                                         MESSAGE_SECONDS * 1000)
+
+    def _run_shortcut(self) -> None:
+        on_release = self.current_page() == "release"
+        self.run_release_action.setShortcut(QKeySequence("Ctrl+R") if on_release else QKeySequence())
+        self.run_comparison_action.setShortcut(QKeySequence() if on_release else QKeySequence("Ctrl+R"))
 
     def _action(self, menu, text, slot, shortcut=None) -> QAction:
         action = QAction(text, self)
@@ -218,6 +242,7 @@ class MainWindow(QMainWindow):
         if wizard.exec() and wizard.dataset is not None:
             name, declaration = wizard.publication()
             self.state.set_dataset(wizard.dataset, wizard.settings(), name, declaration)
+            self.show_page("data")  # its summary, to check the import; never a page set up for the data before
             if "path" in wizard.settings():  # a database query is not a recent file
                 self._remember(wizard.settings()["path"])
             self.statusBar().showMessage(f"Loaded {wizard.dataset.describe()}.", MESSAGE_SECONDS * 1000)
@@ -352,6 +377,7 @@ class MainWindow(QMainWindow):
         # a passing message belongs to the page it came from ("Loaded …" on Data): on another
         # page it would hide that page's next step for its remaining seconds
         self.statusBar().clearMessage()
+        self._run_shortcut()
         self.update_next_step()
 
     def update_next_step(self) -> None:
@@ -416,18 +442,74 @@ class MainWindow(QMainWindow):
         self.start_guide()
         return True
 
+    # -- quitting ----------------------------------------------------------------------------
+    def running_work(self) -> list[tuple[str, Task]]:
+        """The work running on a worker now, each said in a few words with its task."""
+        work = []
+        compare = self.compare_page.task
+        if compare is not None and compare.running:
+            work.append(("a comparison", compare))
+        release = self.release_page.task
+        if release is not None and release.running:
+            work.append(("a release being drawn", release))
+        if self.project_task is not None and self.project_task.running:
+            work.append(("the project's data being read", self.project_task))
+        return work
+
+    def ask_before_quitting(self, what: list[str]) -> bool:
+        """Whether to stop the running work and quit (True) or keep working (False). Tests replace it."""
+        names = " and ".join(what)
+        box = QMessageBox(QMessageBox.Question, "Quit dpdesk?",
+                          f"<b>{names[0].upper() + names[1:]} {'is' if len(what) == 1 else 'are'} still running."
+                          "</b><br><br>Quitting stops it: a comparison's results so far are lost, and a release that "
+                          "is not yet recorded spends nothing (one that is already recorded stays in the budget "
+                          "ledger).<br><br>Keep working to let it finish.", parent=self)
+        box.setTextFormat(Qt.RichText)
+        stop = box.addButton("Stop and quit", QMessageBox.AcceptRole)
+        keep = box.addButton("Keep working", QMessageBox.RejectRole)
+        box.setDefaultButton(keep)
+        box.setEscapeButton(keep)
+        box.exec()
+        return box.clickedButton() is stop
+
+    def ask_to_save(self) -> QMessageBox.StandardButton:
+        """Save, Discard or Cancel before quitting. Tests replace it."""
+        return QMessageBox.question(self, "Save the project?",
+                                    "Save your import settings and mechanism choices as a project before quitting?",
+                                    QMessageBox.Save | QMessageBox.Discard | QMessageBox.Cancel)
+
     def closeEvent(self, event) -> None:  # noqa: N802
-        for page in (self.compare_page,):
-            if page.task is not None and page.task.running:
-                page.task.cancel()
-                page.task.wait(3000)
-        if self.state.dirty and self.state.dataset is not None:
-            answer = QMessageBox.question(self, "Save the project?",
-                                          "Save your import settings and mechanism choices as a project before quitting?",
-                                          QMessageBox.Save | QMessageBox.Discard | QMessageBox.Cancel)
-            if answer == QMessageBox.Cancel:
+        """Quitting asks first while work runs (Keep working leaves it running) and whether to save; work that
+        is to stop is cancelled and the window closes when it has stopped, never blocking the event loop
+        in between (waiting for a worker here froze the window for seconds)."""
+        running = self.running_work()
+        if self._quitting:  # the questions were answered: close once the stopped work has ended
+            if running:
                 event.ignore()
+                return
+            event.accept()
+            return
+        if running and not self.ask_before_quitting([what for what, _task in running]):
+            event.ignore()
+            return
+        if self.state.dirty and self.state.dataset is not None:
+            answer = self.ask_to_save()
+            if answer == QMessageBox.Cancel:
+                event.ignore()  # nothing was stopped
                 return
             if answer == QMessageBox.Save:
                 self.save_project()
-        event.accept()
+        if not running:
+            event.accept()
+            return
+        self._quitting = True
+        for _what, task in running:
+            task.finished.connect(self._close_when_stopped)
+            task.cancel()
+        self.statusBar().showMessage("Stopping " + " and ".join(what for what, _task in running)
+                                     + "… dpdesk closes when it has stopped.")
+        event.ignore()
+
+    def _close_when_stopped(self) -> None:
+        if not self.running_work():
+            self.close()

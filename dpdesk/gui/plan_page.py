@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLineEdit, QPushButton,
+from PySide6.QtWidgets import (QFormLayout, QGroupBox, QHBoxLayout, QLineEdit, QPushButton,
                                QScrollArea, QVBoxLayout, QWidget)
 
 from ..errors import DpdeskError, ParameterError
 from ..evaluation import planner
 from .state import AppState
-from .widgets import Banner, PlotPanel, explanation, heading
+from .widgets import Banner, DecimalSpinBox, PlotPanel, explanation, heading
 
 
 def _spin(low, high, value, step, decimals, name):
-    spin = QDoubleSpinBox()
+    spin = DecimalSpinBox()
     spin.setRange(low, high)
     spin.setDecimals(decimals)
     spin.setSingleStep(step)

@@ -10,14 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QButtonGroup, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog, QFormLayout,
+from PySide6.QtWidgets import (QButtonGroup, QDialog, QDialogButtonBox, QFileDialog, QFormLayout,
                                QHBoxLayout, QLabel, QLineEdit, QPushButton, QRadioButton, QSpinBox, QVBoxLayout,
                                QWidget, QWizardPage)
 
 from ..data.domain import (HOW_DISCOVERED, HOW_LIST, HOW_PUBLIC_DATA, HOW_RANGE, DomainDeclaration,
                            check_declaration)
 from ..errors import DpdeskError, ParameterError
-from .widgets import explanation, show_error
+from .widgets import DecimalSpinBox, explanation, show_error
 
 CHOICE_TEXT = {
     "incidence": {
@@ -91,7 +91,7 @@ class PublicationChoice(QWidget):
         self.extras[HOW_PUBLIC_DATA].layout().addWidget(explanation(
             "The names are published as they are and the report says that you stated they are public."))
         # discovery
-        self.share = QDoubleSpinBox()
+        self.share = DecimalSpinBox()
         self.share.setRange(1, 90)
         self.share.setValue(10)
         self.share.setSuffix(" % of ε")

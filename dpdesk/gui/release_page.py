@@ -9,19 +9,20 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, QUrl
 from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog,
                                QFormLayout, QGroupBox, QHBoxLayout, QInputDialog, QLabel, QLineEdit, QMessageBox,
                                QProgressBar, QPushButton, QScrollArea, QSizePolicy, QSplitter, QTableView,
                                QVBoxLayout, QWidget)
 
 from .. import mechanisms as registry
-from ..errors import DpdeskError, ParameterError
+from ..errors import DatasetNameError, DpdeskError, ParameterError
 from ..evaluation.planner import odds_after
 from ..privacy.ledger import Ledger
 from ..workflow import (CHOSEN_ON_STANDIN, CHOSEN_ON_TRUE_DATA, DEFAULT_CHOSEN, INTERNAL_REPORT_FILE, REPORT_FILES,
                         export_release, internal_reports_dir, observed_choice, secure_release, stated_default)
+from .configure_page import EPS_MAX, EPS_MIN, settings_in_words
 from .state import AppState
-from .widgets import Banner, ThemedPlot, colour, error_text, explanation, heading, show_error
+from .widgets import Banner, DecimalSpinBox, ThemedPlot, colour, error_text, explanation, heading, show_error
 from .workers import Task
 
 CHOICES = [
@@ -68,6 +69,16 @@ class ArrayModel(QAbstractTableModel):
         return None
 
 
+def release_in_words(release) -> str:
+    """'release 1 of retail (ledger entry #2)': the steward counts the releases of a dataset; the ledger's
+    entry number (its first entry opens the ledger) is what `dpdesk export --entry` and the report cite."""
+    entry = (release.report.get("ledger") or {}).get("entry")
+    number = (release.report.get("dataset_budget") or {}).get("releases")
+    if number:
+        return f"release {number} of {release.dataset_name} (ledger entry #{entry})"
+    return f"ledger entry #{entry}"
+
+
 class ReleasePage(QWidget):
     def __init__(self, state: AppState, parent=None):
         super().__init__(parent)
@@ -80,8 +91,8 @@ class ReleasePage(QWidget):
         form = QFormLayout(choose)
         self.mechanism = QComboBox()
         self.mechanism.setAccessibleName("Mechanism to release with")
-        self.epsilon = QDoubleSpinBox()
-        self.epsilon.setRange(0.001, 10)
+        self.epsilon = DecimalSpinBox()
+        self.epsilon.setRange(EPS_MIN, EPS_MAX)  # as on the Configure page: one ε, the same on both
         self.epsilon.setDecimals(4)
         self.epsilon.setAccessibleName("Epsilon of the release")
         self.params = QLabel("")
@@ -180,13 +191,14 @@ class ReleasePage(QWidget):
         preview.setVisible(False)
         self.mechanism.currentIndexChanged.connect(self.refresh)
         self.epsilon.valueChanged.connect(self.refresh)
+        self.epsilon.valueChanged.connect(state.set_epsilon)  # one ε: the Configure page shows the same
         self.run_button.clicked.connect(self.run)
         self.export_button.clicked.connect(self.export)
         self.cap_button.clicked.connect(self.set_cap)
         self.publication_button.clicked.connect(self.change_publication)
         self.override.toggled.connect(self.refresh)
         state.config_changed.connect(self.rebuild)
-        state.dataset_changed.connect(self.rebuild)
+        state.dataset_changed.connect(self._dataset_changed)
         state.epsilon_changed.connect(lambda e: self.epsilon.setValue(e))
         state.release_changed.connect(self._show_release)
         state.comparison_changed.connect(self.update_choice)
@@ -205,6 +217,15 @@ class ReleasePage(QWidget):
     def _choice_changed(self, text: str) -> None:
         if not self._setting_choice:
             self._choice_edited = True  # the steward's own words: a new comparison does not replace them
+
+    def _dataset_changed(self) -> None:
+        """A new dataset: nothing of the one before stays on the page (its mechanism, its release's line)."""
+        self.mechanism.blockSignals(True)
+        self.mechanism.clear()
+        self.mechanism.blockSignals(False)
+        self.status.setText("")
+        self.progress.setValue(0)
+        self.rebuild()
 
     def _forget_choice(self) -> None:
         self._choice_edited = False
@@ -260,7 +281,7 @@ class ReleasePage(QWidget):
         ready = data is not None and mechanism_id is not None
         if mechanism_id:
             params = self.state.params_for(mechanism_id)
-            self.params.setText(", ".join(f"{k} = {v}" for k, v in params.items()) or "defaults")
+            self.params.setText(settings_in_words(mechanism_id, params) or "the mechanism's defaults")
         else:
             self.params.setText("Tick a mechanism on the Configure page.")
         if data is None:
@@ -284,8 +305,8 @@ class ReleasePage(QWidget):
         self.ledger_text.setText(f"<b>{name}</b>: ε = {status.spent:.4g} spent so far in "
                                  f"{status.releases} release(s) ({cap}).<br>"
                                  f"The next release, at ε = {epsilon:.4g}, would bring the total to "
-                                 f"<b>{after:.4g}</b> (releases about the same people add up: sequential "
-                                 "composition).")
+                                 f"<b>{after:.4g}</b>: every release about the same people adds to what can be "
+                                 "learnt about them.")
         exceeds = status.cap is not None and after > status.cap + 1e-12
         self.cap_warning.setVisible(exceeds)
         self.override.setVisible(exceeds)
@@ -330,7 +351,9 @@ class ReleasePage(QWidget):
         return answer == QMessageBox.Yes
 
     # -- running -------------------------------------------------------------------------
-    def run(self) -> None:
+    def run(self, override_name: bool = False) -> None:
+        """Draw the release (after one confirmation). ``override_name``: the steward said this data, released
+        before under another name, really is about the people named here (recorded in the ledger)."""
         data = self.state.dataset
         mechanism_id = self.mechanism.currentData()
         if data is None or mechanism_id is None:
@@ -344,7 +367,7 @@ class ReleasePage(QWidget):
             show_error(self, error)
             return
         cap = "no cap" if status.cap is None else f"its cap is ε = {status.cap:g}"
-        if not self.confirm(f"Release {name} with {registry.get(mechanism_id).name} at ε = {epsilon:.4g}?<br><br>"
+        if not override_name and not self.confirm(f"Release {name} with {registry.get(mechanism_id).name} at ε = {epsilon:.4g}?<br><br>"
                             f"This spends ε = {epsilon:.4g} for good: the total for {name} becomes "
                             f"<b>{status.spent + epsilon:.4g}</b> ({cap})."):
             return
@@ -355,7 +378,7 @@ class ReleasePage(QWidget):
         self.task = Task(secure_release, data, mechanism_id, epsilon, params, dataset=name,
                          items=self.state.domain_declaration, chosen_how=chosen,
                          observed=observed_choice(self.state.comparison_runs), raw=raw,
-                         override_cap=self.override.isChecked(), parent=self)
+                         override_cap=self.override.isChecked(), override_name=override_name, parent=self)
         self.task.progress.connect(lambda f, m: (self.progress.setValue(int(f * 1000)), self.status.setText(m)))
         self.task.succeeded.connect(self._released)
         self.task.failed.connect(self._failed)
@@ -367,7 +390,39 @@ class ReleasePage(QWidget):
     def _failed(self, error, details: str) -> None:
         self.progress.setValue(0)
         self.status.setText("The release was not made.")
+        if isinstance(error, DatasetNameError):
+            self._name_conflict(error)
+            return
         show_error(self, error, details)
+
+    def ask_about_name(self, error: DatasetNameError) -> str:
+        """The steward's answer when this data was released before under another name: 'other' (release it
+        under that name), 'keep' (this name is right: other people) or 'cancel'. Tests replace it."""
+        other, names = error.others[0], " and ".join(f"“{n}”" for n in error.others)
+        box = QMessageBox(QMessageBox.Question, "Released before under another name",
+                          f"<b>This data was already released as {names}.</b> Releases about the same people share "
+                          "one privacy budget, so dpdesk adds them up under one name. Nothing was drawn and no "
+                          f"budget was spent.<br><br>Release it as “{other}”: its budget then counts this release "
+                          f"too. Keep “{error.dataset}” only if this data really is about other people than "
+                          f"{names}; the budget ledger records that you said so.", parent=self)
+        box.setTextFormat(Qt.RichText)
+        use = box.addButton(f"Release as “{other}”", QMessageBox.AcceptRole)
+        keep = box.addButton(f"Keep “{error.dataset}”", QMessageBox.DestructiveRole)
+        box.addButton(QMessageBox.Cancel)
+        box.setDefaultButton(use)
+        box.exec()
+        clicked = box.clickedButton()
+        return "other" if clicked is use else "keep" if clicked is keep else "cancel"
+
+    def _name_conflict(self, error: DatasetNameError) -> None:
+        answer = self.ask_about_name(error)
+        if answer == "other":
+            self.state.set_publication(error.others[0], self.state.domain_declaration)
+            self.run()  # asks again: the totals are those of the other name
+        elif answer == "keep":
+            self.run(override_name=True)
+        else:
+            self.status.setText("The release was not made: this data was released before under another name.")
 
     def _released(self, result) -> None:
         release, files = result
@@ -382,11 +437,14 @@ class ReleasePage(QWidget):
         self.histogram.clear()
         if release is None:
             self.table.setModel(None)
+            if not (self.task is not None and self.task.running):
+                self.status.setText("")
+                self.progress.setValue(0)
             return
-        entry = (release.report.get("ledger") or {}).get("entry")
         published = (release.report.get("publication") or {}).get("form", "")
-        self.status.setText(f"Released with {release.mechanism} at ε = {release.epsilon:.4g} "
-                            f"({release.randomness}); recorded in the ledger as entry #{entry}"
+        self.status.setText(f"Released with {registry.get(release.mechanism).name} at ε = {release.epsilon:.4g}, "
+                            "with secure randomness from the operating system; recorded in the budget ledger as "
+                            f"{release_in_words(release)}"
                             + (f"; published as {published}, each with its margin of error" if published else "")
                             + ". Check the preview, then export.")
         margins = [release.margin95] if release.margin95 is not None else []

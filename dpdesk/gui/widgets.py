@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.exporters  # noqa: F401  (registers the exporters)
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
-from PySide6.QtGui import QColor, QFont
-from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton,
-                               QSizePolicy, QTableView, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QObject, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QValidator
+from PySide6.QtWidgets import (QAbstractSlider, QAbstractSpinBox, QComboBox, QDoubleSpinBox, QFileDialog, QFrame,
+                               QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton, QSizePolicy, QTableView,
+                               QTableWidget, QTableWidgetItem, QToolTip, QVBoxLayout, QWidget)
 
 from ..errors import DpdeskError
 from . import theme
@@ -62,6 +63,98 @@ class Banner(QLabel):
         tint = self.colours()
         self.setStyleSheet(f"QLabel {{background:{tint.background.name()}; border:1px solid {tint.border.name()}; "
                            f"color:{tint.text.name()}; border-radius:4px; padding:8px;}}")
+
+
+VALUE_CONTROLS = (QAbstractSpinBox, QAbstractSlider, QComboBox)
+
+
+class WheelGuard(QObject):
+    """The mouse wheel changes a value control (spin box, slider, combo box) only when the steward
+    has given it the keyboard focus (clicked it or tabbed to it): scrolling a page to read it never
+    changes ε, Δ or a setting that passes under the pointer. The wheel event then goes on to the
+    control's parents, so the page scrolls as if the control were not there.
+
+    Qt gives a control the focus on a wheel event when its focus policy includes Qt.WheelFocus
+    (the default of spin boxes and sliders) before any filter sees the event, so every value
+    control is made Qt.StrongFocus (click or Tab) when it is polished."""
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
+        kind = event.type()
+        if kind == QEvent.Polish and isinstance(watched, VALUE_CONTROLS):
+            if watched.focusPolicy() & Qt.WheelFocus == Qt.WheelFocus:
+                watched.setFocusPolicy(Qt.StrongFocus)
+        elif kind == QEvent.Wheel and isinstance(watched, VALUE_CONTROLS) and not watched.hasFocus():
+            event.ignore()  # not accepted: QApplication offers it to the parent widgets (the page scrolls)
+            return True
+        return False
+
+
+def install_wheel_guard(app) -> None:
+    """Install the :class:`WheelGuard` on the application (once)."""
+    if getattr(app, "_dpdesk_wheel_guard", None) is None:
+        app._dpdesk_wheel_guard = WheelGuard(app)
+        app.installEventFilter(app._dpdesk_wheel_guard)
+
+
+def decimal_reading(text: str, point: str, group: str) -> tuple[str, str | None]:
+    """A number typed with either decimal mark, in the form the locale reads (``point`` is its decimal
+    mark, ``group`` its thousands separator): "1,5" → "1.5" where the mark is ".", "1.5" → "1,5" where
+    it is ",". Returns ``(text, refusal)``; ``refusal`` is a sentence when the text has two readings:
+    "1,000" where "," groups thousands is one thousand, or 1 with three decimals."""
+    other = "," if point == "." else "."
+    body = text.strip()
+    if other not in body or point in body or body.count(other) != 1:
+        return body, None
+    head, tail = body.split(other)
+    if other == group and len(tail) == 3 and tail.isdigit():
+        return body, (f"“{body}” can be read two ways: as {head}{tail} or as {head}{point}{tail}. Type it without "
+                      f"the “{other}” for {head}{tail}, or with “{point}” for {head}{point}{tail}.")
+    return head + point + tail, None
+
+
+class DecimalSpinBox(QDoubleSpinBox):
+    """A number box that takes a decimal comma or a decimal point, whatever the locale: half of Europe
+    types "1,5", and a plain QDoubleSpinBox in an English locale drops the comma and reads 15 (or,
+    out of range, 1) without a word. A text with two readings ("1,000": a thousand, or one?) is
+    refused in words (``refused``, shown as a tooltip) and the box keeps its value."""
+
+    refused = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.refusal = ""  # the last refusal, in words ("" while the text has one reading)
+        # the value changes when the steward presses Enter or leaves the box, not at each key: "1,000"
+        # would otherwise have been 1.0 on the way, and a refused text leaves the value as it was
+        self.setKeyboardTracking(False)
+
+    def _reading(self, text: str) -> tuple[str, str | None]:
+        prefix, suffix = self.prefix(), self.suffix()
+        body = text
+        if prefix and body.startswith(prefix):
+            body = body[len(prefix):]
+        if suffix and body.endswith(suffix):
+            body = body[:-len(suffix)]
+        locale = self.locale()
+        reading, refusal = decimal_reading(body, locale.decimalPoint(), locale.groupSeparator())
+        return prefix + reading + suffix if (prefix or suffix) else reading, refusal
+
+    def validate(self, text: str, position: int):  # noqa: D102 - Qt API
+        reading, refusal = self._reading(text)
+        if refusal is not None:
+            return QValidator.Intermediate, text, position  # may still become unambiguous
+        state, _text, _position = super().validate(reading, position)
+        return state, text, position
+
+    def valueFromText(self, text: str) -> float:  # noqa: N802 - Qt API
+        return super().valueFromText(self._reading(text)[0])
+
+    def fixup(self, text: str) -> str:  # editing finished with a text that is not a number yet
+        _reading, refusal = self._reading(text)
+        if refusal is not None:
+            self.refusal = refusal
+            QToolTip.showText(self.mapToGlobal(self.rect().bottomLeft()), refusal, self)
+            self.refused.emit(refusal)
+        return super().fixup(text)
 
 
 def heading(text: str, level: int = 1) -> QLabel:
