@@ -281,7 +281,13 @@ class ReleasePage(QWidget):
         ready = data is not None and mechanism_id is not None
         if mechanism_id:
             params = self.state.params_for(mechanism_id)
-            self.params.setText(settings_in_words(mechanism_id, params) or "the mechanism's defaults")
+            settings = settings_in_words(mechanism_id, params) or "the mechanism's defaults"
+            try:  # the schema's check on declared inputs: a missing Δ is said here, not after Run
+                registry.get(mechanism_id).validate(None, epsilon, params)
+            except DpdeskError as error:
+                settings += "<br>" + error_text(f"Not ready: {error} (Configure page)")
+                ready = False
+            self.params.setText(settings)
         else:
             self.params.setText("Tick a mechanism on the Configure page.")
         if data is None:

@@ -1,6 +1,7 @@
 """GUI tests: modal dialogs must never block a test. They are recorded instead."""
 
 import gc
+import threading
 
 import pytest
 from PySide6.QtWidgets import QMessageBox
@@ -62,3 +63,38 @@ def chess_window(qtbot, dpdesk_home, data_dir):
             page.task.cancel()
             page.task.wait(5000)
     w.state.dirty = False
+
+
+class HeldComparison:
+    """The real comparison runner, held at a known point: after its first result the worker waits until
+    the test calls ``release()`` (``started`` is set once it waits). A test then acts while the comparison
+    is certainly running, whatever the machine's load."""
+
+    def __init__(self):
+        self.started = threading.Event()
+        self._go = threading.Event()
+
+    def release(self) -> None:
+        self._go.set()
+
+
+@pytest.fixture
+def held_comparison(monkeypatch):
+    from dpdesk.gui import compare_page
+
+    held = HeldComparison()
+    real = compare_page.run_comparison
+
+    def run(*args, on_result=None, **kwargs):
+        def result(row):
+            if on_result is not None:
+                on_result(row)
+            if not held.started.is_set():
+                held.started.set()
+                held._go.wait(120)
+
+        return real(*args, on_result=result, **kwargs)
+
+    monkeypatch.setattr(compare_page, "run_comparison", run)
+    yield held
+    held.release()
