@@ -87,7 +87,7 @@ class HelpWindow(QWidget):
         self.search.setClearButtonEnabled(True)
         self.search.setAccessibleName("Search the help")
         self.count = QLabel("")
-        self.count.setAccessibleName("How many help entries match")
+        self.count.setAccessibleDescription("How many help entries match")
         top.addWidget(self.search, 1)
         top.addWidget(self.count)
         layout.addLayout(top)

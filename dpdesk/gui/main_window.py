@@ -20,12 +20,13 @@ from ..workflow import default_dataset_name
 from . import theme
 from .compare_page import ComparePage
 from .configure_page import ConfigurePage, spent_in_words
-from .first_run import FirstRunGuide
+from .first_run import GUIDE_WIDTHS, FirstRunGuide
 from .help_window import HelpWindow
 from .plan_page import PlanPage
 from .release_page import ReleasePage
 from .state import AppState
-from .widgets import DataSummaryView, explanation, heading, install_wheel_guard, show_error
+from .widgets import (DataSummaryView, breakable, explanation, heading, install_wheel_guard, name_text,
+                      show_error)
 from .preferences import PreferencesDialog, apply_memory_preference
 from .wizard import ImportWizard
 from .workers import Task
@@ -35,6 +36,7 @@ PAGE_KEYS = list(guidance.PAGES)  # the steps' keys, in the same order
 GUIDE_SEEN = "guide/seen"  # settings.ini: the first-run guide was shown once
 MESSAGE_SECONDS = 10  # a passing status message, after which the next step shows again
 MAX_RECENT = 8
+SIDE_WIDTH = 180  # the steps and the ledger summary on the left
 PREFERRED_SIZE = QSize(1280, 820)
 # room for the window manager's title bar and borders, which Qt learns only once the window is mapped
 DECORATION_ALLOWANCE = QSize(16, 48)
@@ -54,7 +56,7 @@ def fitted_geometry(available: QRect, preferred: QSize = PREFERRED_SIZE) -> QRec
 class DataPage(QWidget):
     def __init__(self, window: "MainWindow"):
         super().__init__()
-        self.window = window
+        self.main = window  # not self.window: that is QWidget.window()
         layout = QVBoxLayout(self)
         layout.addWidget(heading("① Data"))
         self.intro = explanation(
@@ -88,13 +90,13 @@ class DataPage(QWidget):
         window.state.dataset_changed.connect(self.refresh)
 
     def refresh(self) -> None:
-        data = self.window.state.dataset
+        data = self.main.state.dataset
         self.summary_box.setVisible(data is not None)
         if data is None:
             return
         source = data.source
         where = Path(source["path"]).name if source.get("path") else source.get("sql", "")
-        self.title.setText(f"{data.describe()} — read as {source.get('format')} from {where}")
+        self.title.setText(breakable(f"{data.describe()} — read as {source.get('format')} from {where}"))
         self.summary.show_dataset(data)
 
 
@@ -117,7 +119,7 @@ class MainWindow(QMainWindow):
         side = QVBoxLayout()
         self.steps = QListWidget()
         self.steps.setAccessibleName("Steps")
-        self.steps.setMaximumWidth(210)
+        self.steps.setMaximumWidth(SIDE_WIDTH)
         font = self.steps.font()
         font.setPointSizeF(font.pointSizeF() * 1.15)
         self.steps.setFont(font)
@@ -126,8 +128,8 @@ class MainWindow(QMainWindow):
         side.addWidget(self.steps, 1)
         self.ledger_label = QLabel("")
         self.ledger_label.setWordWrap(True)
-        self.ledger_label.setMaximumWidth(210)
-        self.ledger_label.setAccessibleName("Privacy budget ledger summary")
+        self.ledger_label.setMaximumWidth(SIDE_WIDTH)
+        self.ledger_label.setAccessibleDescription("Privacy budget ledger summary")
         # palette roles: readable on light, dark and high-contrast desktops
         theme.palette_style_sheet(self.ledger_label, "QLabel {background:palette(alternate-base); "
                                                      "border:1px solid palette(mid); padding:6px;}")
@@ -161,7 +163,8 @@ class MainWindow(QMainWindow):
         self._menus()
         # the next useful step, shown whenever no passing message is (QStatusBar hides it meanwhile)
         self.next_step_label = QLabel("")
-        self.next_step_label.setAccessibleName("The next step")
+        self.next_step_label.setWordWrap(True)  # two lines in a narrow window rather than a window wider than the screen
+        self.next_step_label.setAccessibleDescription("The next step")
         self.statusBar().addWidget(self.next_step_label, 1)
         self.mode_label = QLabel(f"dpdesk {__version__} · offline")
         self.statusBar().addPermanentWidget(self.mode_label)
@@ -394,7 +397,8 @@ class MainWindow(QMainWindow):
             self.ledger_label.setText(f"<b>Budget ledger</b><br>{error}")
             return
         cap = f"of cap {status.cap:g}" if status.cap is not None else "(no cap)"
-        self.ledger_label.setText(f"<b>Budget ledger</b><br>{self.state.dataset_name}: ε used {status.spent:.3g} {cap}"
+        self.ledger_label.setText(f"<b>Budget ledger</b><br>{name_text(self.state.dataset_name)}: ε used "
+                                  f"{status.spent:.3g} {cap}"
                                   f"<br>{spent_in_words(status.spent)}")
 
     def show_about(self) -> None:
@@ -430,6 +434,9 @@ class MainWindow(QMainWindow):
         if self.guide is None:
             self.guide = FirstRunGuide(self)
             self.addDockWidget(Qt.RightDockWidgetArea, self.guide)
+            # a quarter of the window, within the guide's limits: the page beside it keeps its room
+            self.resizeDocks([self.guide], [max(GUIDE_WIDTHS[0], min(GUIDE_WIDTHS[1], self.width() // 4))],
+                             Qt.Horizontal)
         self.guide.start()
         return self.guide
 

@@ -22,7 +22,8 @@ from ..workflow import (CHOSEN_ON_STANDIN, CHOSEN_ON_TRUE_DATA, DEFAULT_CHOSEN, 
                         export_release, internal_reports_dir, observed_choice, secure_release, stated_default)
 from .configure_page import EPS_MAX, EPS_MIN, settings_in_words
 from .state import AppState
-from .widgets import Banner, DecimalSpinBox, ThemedPlot, colour, error_text, explanation, heading, show_error
+from .widgets import (Banner, DecimalSpinBox, ResponsiveRow, ThemedPlot, buddy_label, colour, error_text, explanation,
+                      heading, name_text, narrow_combo, show_error)
 from .workers import Task
 
 CHOICES = [
@@ -86,11 +87,11 @@ class ReleasePage(QWidget):
         self.task: Task | None = None
         outer = QVBoxLayout(self)
         outer.addWidget(heading("⑤ Release: draw the noisy counts with secure randomness"))
-        top = QHBoxLayout()
         choose = QGroupBox("What to release")
         form = QFormLayout(choose)
         self.mechanism = QComboBox()
         self.mechanism.setAccessibleName("Mechanism to release with")
+        narrow_combo(self.mechanism)
         self.epsilon = DecimalSpinBox()
         self.epsilon.setRange(EPS_MIN, EPS_MAX)  # as on the Configure page: one ε, the same on both
         self.epsilon.setDecimals(4)
@@ -100,12 +101,13 @@ class ReleasePage(QWidget):
         self.chosen = QComboBox()
         self.chosen.setEditable(True)
         self.chosen.addItems(CHOICES)
+        narrow_combo(self.chosen)  # a long sentence scrolls in the box instead of widening the page
         self.chosen.setAccessibleName("How the mechanism was chosen (goes into the public report)")
         self.chosen.setToolTip("Stated in the public report. Choosing by the true-data comparison is a use of the "
                                "data; say so honestly. The report also says what dpdesk observed.")
         self.observed = explanation("")
         self.observed.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Maximum)
-        self.observed.setAccessibleName("What dpdesk observed about the comparisons (goes into the public report)")
+        self.observed.setAccessibleDescription("What dpdesk observed about the comparisons (goes into the public report)")
         self.raw = QCheckBox("Publish raw values instead of whole numbers")
         self.raw.setToolTip("By default the counts are published as whole numbers ≥ 0 (rounding costs no privacy). "
                             "Raw values are unbiased but may be fractional or below 0: for analysts who add many "
@@ -120,24 +122,25 @@ class ReleasePage(QWidget):
         chosen.setSpacing(2)
         chosen.addWidget(self.chosen)
         chosen.addWidget(self.observed)
-        form.addRow("How it was chosen:", chosen)
-        publication = QHBoxLayout()
+        form.addRow(buddy_label("How it was chosen:", self.chosen), chosen)
+        # the sentence is a field of its own (a label beside a button in one row was cut to one line)
         self.publication = QLabel("")
         self.publication.setWordWrap(True)
-        self.publication.setAccessibleName("Who the data is about and where the published list comes from")
+        self.publication.setAccessibleDescription("Who the data is about and where the published list comes from")
         self.publication_button = QPushButton("Change…")
         self.publication_button.setAccessibleName("Change who the data is about or the published list")
-        publication.addWidget(self.publication, 1)
-        publication.addWidget(self.publication_button)
-        form.addRow("About:", publication)
+        form.addRow(buddy_label("About:", self.publication), self.publication)
+        change = QHBoxLayout()
+        change.addWidget(self.publication_button)
+        change.addStretch(1)
+        form.addRow("", change)
         self.meaning = explanation("")
         form.addRow(self.meaning)
-        top.addWidget(choose, 3)
         budget = QGroupBox("Privacy budget ledger for this dataset")
         budget_layout = QVBoxLayout(budget)
         self.ledger_text = QLabel("")
         self.ledger_text.setWordWrap(True)
-        self.ledger_text.setAccessibleName("Budget used for this dataset")
+        self.ledger_text.setAccessibleDescription("Budget used for this dataset")
         budget_layout.addWidget(self.ledger_text)
         cap_row = QHBoxLayout()
         self.cap_button = QPushButton("Set budget cap…")
@@ -147,12 +150,15 @@ class ReleasePage(QWidget):
         self.cap_warning = Banner("", "danger")
         self.cap_warning.setVisible(False)
         budget_layout.addWidget(self.cap_warning)
-        self.override = QCheckBox("Release anyway, above the cap (the override is recorded in the ledger)")
+        self.override = QCheckBox("Release anyway, above the cap")
+        self.override.setToolTip("The override is recorded in the budget ledger")
         self.override.setVisible(False)
         budget_layout.addWidget(self.override)
+        self.override_note = explanation("The override is recorded in the budget ledger.")
+        self.override_note.setVisible(False)
+        budget_layout.addWidget(self.override_note)
         budget_layout.addStretch(1)  # the figures at the top of the box, not floating in its middle
-        top.addWidget(budget, 2)
-        outer.addLayout(top)
+        outer.addWidget(ResponsiveRow([choose, budget], [3, 2], spacing=10))  # side by side when there is room
         outer.addWidget(Banner("Pressing <b>Run release</b> draws secure random noise and records the release in the "
                                "budget ledger: its ε counts against this dataset from then on, even if you never "
                                "export it. Look at results on the Compare page, not by re-running releases.", "info"))
@@ -180,6 +186,7 @@ class ReleasePage(QWidget):
         self.preview = preview
         self.table = QTableView()
         self.table.setSortingEnabled(True)
+        self.table.setTabKeyNavigation(False)  # Tab leaves the table (arrows move between its cells)
         self.table.setAccessibleName("Released noisy counts")
         preview.addWidget(self.table)
         self.histogram = ThemedPlot()
@@ -296,8 +303,8 @@ class ReleasePage(QWidget):
             self.run_button.setEnabled(False)
             return
         name, declaration = self.state.dataset_name, self.state.domain_declaration
-        self.publication.setText(f"<b>{name or '(not named)'}</b>; published list: "
-                                 + (declaration.describe() if declaration is not None else
+        self.publication.setText(f"<b>{name_text(name) if name else '(not named)'}</b>; published list: "
+                                 + (name_text(declaration.describe()) if declaration is not None else
                                     error_text("not declared yet — press Change…")))
         ready = ready and declaration is not None and bool(name)
         try:
@@ -308,7 +315,7 @@ class ReleasePage(QWidget):
             return
         cap = "no cap" if status.cap is None else f"cap ε = {status.cap:g}"
         after = status.spent + epsilon
-        self.ledger_text.setText(f"<b>{name}</b>: ε = {status.spent:.4g} spent so far in "
+        self.ledger_text.setText(f"<b>{name_text(name)}</b>: ε = {status.spent:.4g} spent so far in "
                                  f"{status.releases} release(s) ({cap}).<br>"
                                  f"The next release, at ε = {epsilon:.4g}, would bring the total to "
                                  f"<b>{after:.4g}</b>: every release about the same people adds to what can be "
@@ -316,6 +323,7 @@ class ReleasePage(QWidget):
         exceeds = status.cap is not None and after > status.cap + 1e-12
         self.cap_warning.setVisible(exceeds)
         self.override.setVisible(exceeds)
+        self.override_note.setVisible(exceeds)
         if exceeds:
             self.cap_warning.setText(f"This release would take the total to ε = {after:.4g}, above the cap of "
                                      f"{status.cap:g}. It will be refused unless you override the cap.")
@@ -572,7 +580,7 @@ class ExportDialog(QDialog):
         self.files_list.setWordWrap(True)
         self.files_list.setAlignment(Qt.AlignLeft | Qt.AlignTop)
         self.files_list.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        self.files_list.setAccessibleName("The files that were written, with their full paths")
+        self.files_list.setAccessibleDescription("The files that were written, with their full paths")
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.files_list)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import html
 import logging
+import re
 from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.exporters  # noqa: F401  (registers the exporters)
-from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QObject, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QObject, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QValidator
-from PySide6.QtWidgets import (QAbstractSlider, QAbstractSpinBox, QComboBox, QDoubleSpinBox, QFileDialog, QFrame,
-                               QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton, QSizePolicy, QTableView,
-                               QTableWidget, QTableWidgetItem, QToolTip, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractSlider, QAbstractSpinBox, QBoxLayout, QComboBox, QDoubleSpinBox, QFileDialog,
+                               QFrame, QHBoxLayout, QHeaderView, QLabel, QLayout, QMessageBox, QPushButton,
+                               QScrollArea, QSizePolicy, QTableView, QTableWidget, QTableWidgetItem, QToolTip,
+                               QVBoxLayout, QWidget)
 
 from ..errors import DpdeskError
 from . import theme
@@ -47,7 +50,7 @@ class Banner(QLabel):
         self.setTextFormat(Qt.RichText)
         self.kind = kind
         self.set_kind(kind)
-        self.setAccessibleName("Notice")
+        self.setAccessibleDescription("Notice")
         theme.on_palette_change(self._restyle)
 
     def set_kind(self, kind: str) -> None:
@@ -157,13 +160,128 @@ class DecimalSpinBox(QDoubleSpinBox):
         return super().fixup(text)
 
 
+def plain_text(rich: str) -> str:
+    """The words of a rich-text string, without its tags (for accessible descriptions)."""
+    return html.unescape(re.sub(r"<[^>]+>", " ", rich)).replace("  ", " ").strip()
+
+
+def buddy_label(text: str, control: QWidget) -> QLabel:
+    """A label that names ``control``: screen readers read it as the control's name, and a click on it
+    focuses the control (QFormLayout does this for the labels it makes itself)."""
+    label = QLabel(text)
+    label.setBuddy(control)
+    return label
+
+
+class ResponsiveRow(QWidget):
+    """Parts side by side when the row is wide enough for all of them, one below the other when it is not
+    (a window of 1024 pixels with the guide open leaves a page about 500 wide). The row asks its parent
+    only for the width of its widest part, so a page never scrolls sideways to keep the parts side by side.
+
+    ``first_right``: side by side, the first part is on the right (one below the other it stays first)."""
+
+    arranged = Signal(bool)  # True: side by side
+
+    def __init__(self, parts, stretches=None, parent=None, *, first_right: bool = False, spacing: int = 8):
+        super().__init__(parent)
+        self.parts = list(parts)
+        self.first_right = first_right
+        self.box = QBoxLayout(QBoxLayout.TopToBottom, self)
+        self.box.setContentsMargins(0, 0, 0, 0)
+        self.box.setSpacing(spacing)
+        self.box.setSizeConstraint(QLayout.SetNoConstraint)  # minimumSizeHint below decides
+        for part, stretch in zip(self.parts, stretches or [1] * len(self.parts)):
+            self.box.addWidget(part, stretch)
+        self.side_by_side = False
+
+    def _needed_side_by_side(self) -> int:
+        margins = self.box.contentsMargins()
+        return (sum(part.minimumSizeHint().width() for part in self.parts if not part.isHidden())
+                + self.box.spacing() * (len(self.parts) - 1) + margins.left() + margins.right())
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        widest = max((part.minimumSizeHint().width() for part in self.parts if not part.isHidden()), default=0)
+        return QSize(widest, self.box.minimumSize().height())
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self.arrange(event.size().width())
+
+    def arrange(self, width: int) -> None:
+        side = width >= self._needed_side_by_side()
+        if side != self.side_by_side:
+            self.side_by_side = side
+            self.box.setDirection((QBoxLayout.RightToLeft if self.first_right else QBoxLayout.LeftToRight)
+                                  if side else QBoxLayout.TopToBottom)
+            self.updateGeometry()
+            self.arranged.emit(side)
+
+
+class FittingScrollArea(QScrollArea):
+    """A scroll area as tall as its content when there is room, and shorter (scrolling) when there is not:
+    it asks for its content's height, at least ``least`` pixels, and never scrolls sideways."""
+
+    def __init__(self, content: QWidget, least: int = 90, parent=None):
+        super().__init__(parent)
+        self.least = least
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.setWidget(content)
+        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Maximum)
+
+    def _content_height(self) -> int:
+        content = self.widget()
+        width = self.viewport().width()
+        height = content.heightForWidth(width) if content.hasHeightForWidth() else -1
+        return max(height, content.minimumSizeHint().height(), content.sizeHint().height() if height < 0 else 0)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        return QSize(self.widget().minimumSizeHint().width(), self._content_height() + 2 * self.frameWidth())
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802
+        return QSize(self.widget().minimumSizeHint().width(), min(self.least, self.sizeHint().height()))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():
+            self.updateGeometry()  # the content's height for this width may differ
+
+
+def narrow_combo(combo: QComboBox, characters: int = 24) -> QComboBox:
+    """A combo box whose width does not grow with its longest entry (a long mechanism name or sentence
+    would widen the page past the window); its list still shows whole entries."""
+    combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+    combo.setMinimumContentsLength(characters)
+    combo.view().setTextElideMode(Qt.ElideNone)
+    return combo
+
+
+def breakable(text: str) -> str:
+    """``text`` with invisible break opportunities after _ - . / and inside long runs, so that a long
+    dataset or file name wraps in a label instead of widening the page past the window."""
+    out, run = [], 0
+    for ch in text:
+        out.append(ch)
+        run = 0 if ch.isspace() else run + 1
+        if ch in "_-./\\" or run >= 24:
+            out.append("\u200b")
+            run = 0
+    return "".join(out)
+
+
+def name_text(name: str) -> str:
+    """A name the steward typed (a dataset, a file), ready for rich text: escaped, and breakable."""
+    return html.escape(breakable(name))
+
+
 def heading(text: str, level: int = 1) -> QLabel:
     label = QLabel(text)
     font = label.font()
     font.setPointSizeF(font.pointSizeF() * (1.5 if level == 1 else 1.2))
     font.setBold(True)
     label.setFont(font)
-    label.setAccessibleName(text)
+    label.setWordWrap(True)
     return label
 
 
@@ -204,18 +322,41 @@ class InternalBadge(Badge):
 
     def __init__(self, parent=None):
         super().__init__("INTERNAL — true data, not for publication", "danger", parent)
-        self.setAccessibleName("Internal information: true data, not for publication")
+        self.setAccessibleDescription("Internal information: true data, not for publication")
 
 
 def internal_badge() -> QLabel:
     return InternalBadge()
 
 
+class TidyAxis(pg.AxisItem):
+    """An axis whose tick labels never overlap. pyqtgraph decides whether to label a level of ticks from
+    the share of the axis all its labels fill; on a log axis the minor ticks crowd at the end of each
+    decade (0.6, 0.7, 0.8, 0.9), so labels were drawn over each other. Here a label that would touch one
+    already placed (the major ticks' first) is left out; its tick mark stays."""
+
+    GAP = 4  # pixels between two labels
+
+    def generateDrawSpecs(self, p):  # noqa: N802 - pyqtgraph API
+        specs = super().generateDrawSpecs(p)
+        if specs is None:
+            return None
+        axis, ticks, texts = specs
+        kept = []
+        for rect, flags, text in texts:
+            padded = rect.adjusted(-self.GAP, -1, self.GAP, 1)
+            if not any(padded.intersects(other) for other, _, _ in kept):
+                kept.append((rect, flags, text))
+        return axis, ticks, kept
+
+
 class ThemedPlot(pg.PlotWidget):
     """A pyqtgraph plot whose background, axes, labels and legend take the palette's base and text
-    colours, and follow the palette when it changes (pyqtgraph's own defaults are fixed colours)."""
+    colours, and follow the palette when it changes (pyqtgraph's own defaults are fixed colours);
+    its axes never overlap their tick labels (TidyAxis)."""
 
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("axisItems", {name: TidyAxis(name) for name in ("left", "bottom")})
         super().__init__(*args, **kwargs)
         self.apply_palette()
         theme.on_palette_change(self.apply_palette)
@@ -238,6 +379,8 @@ class ThemedPlot(pg.PlotWidget):
 
 
 def fill_table(table: QTableWidget, headers: list[str], rows: list[list]) -> None:
+    """Fill a read-only table; Tab leaves it (the arrows move between its cells), so it is never a trap."""
+    table.setTabKeyNavigation(False)
     table.clear()
     table.setColumnCount(len(headers))
     table.setRowCount(len(rows))
@@ -301,6 +444,7 @@ class RowsView(QTableView):
         self.rows_model = RowsModel()
         self.setModel(self.rows_model)
         self.setEditTriggers(QTableView.NoEditTriggers)
+        self.setTabKeyNavigation(False)  # Tab leaves the table (arrows move between its cells)
         # column widths from the first rows only, and only when the table is shown (not on every refill)
         self.horizontalHeader().setResizeContentsPrecision(100)
         self._sized = False
@@ -357,24 +501,30 @@ class DataSummaryView(QWidget):
         layout.addWidget(internal_badge())
         self.table = QTableWidget()
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.setTabKeyNavigation(False)  # Tab leaves the table (arrows move between its cells)
         self.table.setAccessibleName("Summary of the data (internal)")
         self.table.setMaximumHeight(max_table_height)
         layout.addWidget(self.table)
-        self.histogram = ThemedPlot()
-        self.histogram.setLabel("bottom", "items per person")
-        self.histogram.setLabel("left", "people")
-        self.histogram.setMinimumHeight(160)
-        self.histogram.setAccessibleName("Histogram of items per person (internal)")
-        layout.addWidget(self.histogram, 1)
+        # a plot panel: its numbers as a table (for screen readers) and a caption that says what it shows
+        self.histogram_panel = PlotPanel("Items per person (internal)", x_label="items per person",
+                                         y_label="people")
+        self.histogram_panel.plot.setMinimumHeight(140)
+        self.histogram = self.histogram_panel.plot
+        layout.addWidget(self.histogram_panel, 1)
 
     def show_dataset(self, data) -> None:
         names = dict(SUMMARY_NAMES, columns="Items (columns)" if data.kind == "incidence" else "Cells in the domain (m)")
         fill_table(self.table, ["figure", "value"], [[names[k], v] for k, v in data.summary().items()])
-        self.histogram.clear()
-        self.histogram.setVisible(data.kind == "incidence")
+        panel = self.histogram_panel
+        panel.clear()
+        panel.setVisible(data.kind == "incidence")
         if data.kind == "incidence":
             counts, edges = data.row_length_histogram()
-            self.histogram.addItem(pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=counts, brush=colour(0)))
+            panel.plot.addItem(pg.BarGraphItem(x0=edges[:-1], x1=edges[1:], height=counts, brush=colour(0)))
+            panel.set_table(["items per person, from", "to (not included)", "people"],
+                            [[float(a), float(b), int(c)] for a, b, c in zip(edges[:-1], edges[1:], counts)])
+            panel.set_caption("Each bar counts the people who hold that many items, in the true data: for checking "
+                              "the import, never published.")
 
 
 class OutsideLegend(pg.LegendItem):
@@ -396,7 +546,7 @@ class PlotPanel(QFrame):
     exported = Signal(str)
 
     def __init__(self, title: str, caption: str = "", x_label: str = "", y_label: str = "", parent=None, *,
-                 legend_outside: bool = False):
+                 legend_outside: bool = False, plot_height: int = 220):
         super().__init__(parent)
         self.setFrameShape(QFrame.StyledPanel)
         self.title = title
@@ -417,7 +567,7 @@ class PlotPanel(QFrame):
         layout.addLayout(top)
         self.plot = ThemedPlot()
         self.plot.setAccessibleName(f"Plot: {title}")
-        self.plot.setMinimumHeight(220)
+        self.plot.setMinimumHeight(plot_height)  # never squashed to a strip: the page makes room or scrolls
         self.plot.showGrid(x=True, y=True, alpha=0.25)
         if legend_outside:
             item = self.plot.getPlotItem()
@@ -435,10 +585,11 @@ class PlotPanel(QFrame):
             self.plot.setLabel("left", y_label)
         layout.addWidget(self.plot, 1)
         self.readout = QLabel(" ")
-        self.readout.setAccessibleName("Value under the mouse pointer")
+        self.readout.setAccessibleDescription("Value under the mouse pointer")
         layout.addWidget(self.readout)
-        self.caption = explanation(caption)
+        self.caption = explanation("")
         layout.addWidget(self.caption)
+        self.set_caption(caption)
         self.table = RowsView()  # lazy: a plot of 40,000 items has 40,000 rows of numbers
         self.table.setVisible(False)
         self.table.setMinimumHeight(160)
@@ -508,6 +659,9 @@ class PlotPanel(QFrame):
 
     def set_caption(self, text: str) -> None:
         self.caption.setText(text)
+        # the plot's text alternative for screen readers: what it shows, and where its numbers are
+        self.plot.setAccessibleDescription(plain_text(text) + " The Numbers button shows the plotted values as a "
+                                           "table.")
 
     def set_table(self, headers: list[str], rows: list[list]) -> None:
         self.table.set_rows(headers, rows)
