@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QRect, QSettings, QSize, Qt
+from PySide6.QtCore import QSettings, QSize, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QApplication, QFileDialog, QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
                                QMainWindow, QMessageBox, QProgressDialog, QPushButton, QScrollArea, QSizePolicy,
@@ -25,8 +25,8 @@ from .help_window import HelpWindow
 from .plan_page import PlanPage
 from .release_page import ReleasePage
 from .state import AppState
-from .widgets import (DataSummaryView, breakable, explanation, heading, install_wheel_guard, name_text,
-                      show_error)
+from .widgets import (DataSummaryView, breakable, explanation, fit_to_screen, heading, install_wheel_guard,
+                      name_text, show_error)
 from .preferences import PreferencesDialog, apply_memory_preference
 from .wizard import ImportWizard
 from .workers import Task
@@ -38,19 +38,6 @@ MESSAGE_SECONDS = 10  # a passing status message, after which the next step show
 MAX_RECENT = 8
 SIDE_WIDTH = 180  # the steps and the ledger summary on the left
 PREFERRED_SIZE = QSize(1280, 820)
-# room for the window manager's title bar and borders, which Qt learns only once the window is mapped
-DECORATION_ALLOWANCE = QSize(16, 48)
-
-
-def fitted_geometry(available: QRect, preferred: QSize = PREFERRED_SIZE) -> QRect:
-    """The main window's first geometry (without decorations): the preferred size, shrunk to the
-    screen's available area less room for decorations, centred in that area."""
-    width = max(1, min(preferred.width(), available.width() - DECORATION_ALLOWANCE.width()))
-    height = max(1, min(preferred.height(), available.height() - DECORATION_ALLOWANCE.height()))
-    frame_width, frame_height = width + DECORATION_ALLOWANCE.width(), height + DECORATION_ALLOWANCE.height()
-    x = available.x() + max(0, (available.width() - frame_width) // 2)
-    y = available.y() + max(0, (available.height() - frame_height) // 2)
-    return QRect(x, y, width, height)
 
 
 class DataPage(QWidget):
@@ -110,9 +97,7 @@ class MainWindow(QMainWindow):
         self.settings = QSettings(str(user_data_dir() / "settings.ini"), QSettings.IniFormat)
         apply_memory_preference(self.settings)
         self.setAcceptDrops(True)
-        first = fitted_geometry(self.screen().availableGeometry())
-        self.resize(first.size())
-        self.move(first.topLeft())
+        fit_to_screen(self, PREFERRED_SIZE)
         central = QWidget()
         self.setCentralWidget(central)
         layout = QHBoxLayout(central)

@@ -11,7 +11,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyMod
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog,
                                QFormLayout, QGroupBox, QHBoxLayout, QInputDialog, QLabel, QLineEdit, QMessageBox,
-                               QProgressBar, QPushButton, QScrollArea, QSizePolicy, QSplitter, QTableView,
+                               QProgressBar, QPushButton, QScrollArea, QSizePolicy, QTableView,
                                QVBoxLayout, QWidget)
 
 from .. import mechanisms as registry
@@ -182,20 +182,22 @@ class ReleasePage(QWidget):
                                        "histogram — after <b>Run release</b>. Then use <b>Export…</b> to write the "
                                        "files and the privacy report.")
         outer.addWidget(self.placeholder)
-        preview = QSplitter(Qt.Horizontal)
-        self.preview = preview
         self.table = QTableView()
         self.table.setSortingEnabled(True)
         self.table.setTabKeyNavigation(False)  # Tab leaves the table (arrows move between its cells)
         self.table.setAccessibleName("Released noisy counts")
-        preview.addWidget(self.table)
+        self.table.setMinimumHeight(220)
         self.histogram = ThemedPlot()
         self.histogram.setLabel("bottom", "released count")
         self.histogram.setLabel("left", "items")
         self.histogram.setAccessibleName("Histogram of the released counts")
-        preview.addWidget(self.histogram)
-        outer.addWidget(preview, 1)
-        preview.setVisible(False)
+        self.histogram.setAccessibleDescription("How many released values fall in each range; every value is in "
+                                                "the table of released counts.")
+        self.histogram.setMinimumSize(260, 220)
+        # the table and the histogram side by side when there is room, the histogram below otherwise
+        self.preview = ResponsiveRow([self.table, self.histogram], [3, 2], spacing=10)
+        outer.addWidget(self.preview, 1)
+        self.preview.setVisible(False)
         self.mechanism.currentIndexChanged.connect(self.refresh)
         self.epsilon.valueChanged.connect(self.refresh)
         self.epsilon.valueChanged.connect(state.set_epsilon)  # one ε: the Configure page shows the same
@@ -481,7 +483,7 @@ class ReleasePage(QWidget):
         # wide enough for every column (label, value, margin, weight) without scrolling sideways
         header = self.table.horizontalHeader()
         needed = sum(header.sectionSize(i) for i in range(header.count())) + self.table.verticalHeader().width()
-        self.table.setMinimumWidth(min(needed + self.table.verticalScrollBar().sizeHint().width() + 8, 640))
+        self.table.setMinimumWidth(min(needed + self.table.verticalScrollBar().sizeHint().width() + 8, 420))
         if values.size:
             # the bulk of the values: a few very large counts would squeeze everything into one bar
             low, high = np.percentile(values, [0.5, 99.5]) if values.size > 200 else (values.min(), values.max())

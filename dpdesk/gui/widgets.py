@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.exporters  # noqa: F401  (registers the exporters)
-from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QObject, QSize, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QObject, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QValidator
 from PySide6.QtWidgets import (QAbstractSlider, QAbstractSpinBox, QBoxLayout, QComboBox, QDoubleSpinBox, QFileDialog,
                                QFrame, QHBoxLayout, QHeaderView, QLabel, QLayout, QMessageBox, QPushButton,
@@ -69,6 +69,30 @@ class Banner(QLabel):
 
 
 VALUE_CONTROLS = (QAbstractSpinBox, QAbstractSlider, QComboBox)
+# room for the window manager's title bar and borders, which Qt learns only once a window is mapped
+DECORATION_ALLOWANCE = QSize(16, 48)
+
+
+def fitted_geometry(available: QRect, preferred: QSize) -> QRect:
+    """A window's first geometry (without decorations): the preferred size, shrunk to the screen's
+    available area less room for decorations, centred in that area."""
+    width = max(1, min(preferred.width(), available.width() - DECORATION_ALLOWANCE.width()))
+    height = max(1, min(preferred.height(), available.height() - DECORATION_ALLOWANCE.height()))
+    frame_width, frame_height = width + DECORATION_ALLOWANCE.width(), height + DECORATION_ALLOWANCE.height()
+    x = available.x() + max(0, (available.width() - frame_width) // 2)
+    y = available.y() + max(0, (available.height() - frame_height) // 2)
+    return QRect(x, y, width, height)
+
+
+def fit_to_screen(window: QWidget, preferred: QSize) -> None:
+    """Size and place a window so that it opens inside its screen's available area."""
+    screen = window.screen()
+    if screen is None:
+        window.resize(preferred)
+        return
+    first = fitted_geometry(screen.availableGeometry(), preferred)
+    window.resize(first.size())
+    window.move(first.topLeft())
 
 
 class WheelGuard(QObject):
@@ -173,6 +197,20 @@ def buddy_label(text: str, control: QWidget) -> QLabel:
     return label
 
 
+def least_width(widget: QWidget) -> int:
+    """The narrowest a widget may be made: its minimum width, or its minimum size hint's."""
+    return max(widget.minimumWidth(), widget.minimumSizeHint().width())
+
+
+def height_at(widget: QWidget, width: int) -> int:
+    """The height a widget needs at ``width``: its height for that width (wrapped text), else its size
+    hint's, and never below its least height."""
+    height = widget.heightForWidth(width) if widget.hasHeightForWidth() else -1
+    if height < 0:
+        height = widget.sizeHint().height()
+    return max(height, widget.minimumHeight(), widget.minimumSizeHint().height())
+
+
 class ResponsiveRow(QWidget):
     """Parts side by side when the row is wide enough for all of them, one below the other when it is not
     (a window of 1024 pixels with the guide open leaves a page about 500 wide). The row asks its parent
@@ -194,18 +232,44 @@ class ResponsiveRow(QWidget):
             self.box.addWidget(part, stretch)
         self.side_by_side = False
 
+    def _shown(self) -> list:
+        return [part for part in self.parts if not part.isHidden()]
+
     def _needed_side_by_side(self) -> int:
-        margins = self.box.contentsMargins()
-        return (sum(part.minimumSizeHint().width() for part in self.parts if not part.isHidden())
-                + self.box.spacing() * (len(self.parts) - 1) + margins.left() + margins.right())
+        shown = self._shown()
+        return sum(least_width(part) for part in shown) + self.box.spacing() * max(len(shown) - 1, 0)
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
-        widest = max((part.minimumSizeHint().width() for part in self.parts if not part.isHidden()), default=0)
+        widest = max((least_width(part) for part in self._shown()), default=0)
         return QSize(widest, self.box.minimumSize().height())
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802
+        return True
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802
+        """The height the parts need at this width, arranged as that width arranges them (the page asks
+        before the row has been resized to it, so the current arrangement may be the other one)."""
+        shown = self._shown()
+        if not shown:
+            return 0
+        spacing = self.box.spacing()
+        if width < self._needed_side_by_side():
+            return sum(height_at(part, width) for part in shown) + spacing * (len(shown) - 1)
+        stretches = [max(self.box.stretch(self.box.indexOf(part)), 1) for part in shown]
+        room = width - spacing * (len(shown) - 1)
+        widths = [max(least_width(part), room * stretch // sum(stretches)) for part, stretch in zip(shown, stretches)]
+        return max(height_at(part, part_width) for part, part_width in zip(shown, widths))
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
         self.arrange(event.size().width())
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.LayoutRequest:
+            # a part changed (a widget moved in or out, a text grew): the parent's layout keeps the
+            # row's height for a width in a cache until the row says its geometry changed
+            self.updateGeometry()
+        return super().event(event)
 
     def arrange(self, width: int) -> None:
         side = width >= self._needed_side_by_side()
@@ -360,6 +424,11 @@ class ThemedPlot(pg.PlotWidget):
         super().__init__(*args, **kwargs)
         self.apply_palette()
         theme.on_palette_change(self.apply_palette)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        # its least size: a plot takes the room left (it expands) and never pushes the controls above it
+        # to their minimum, as QGraphicsView's 640 × 480 hint did
+        return QSize(400, max(self.minimumHeight(), 160))
 
     def apply_palette(self) -> None:
         item = self.getPlotItem()

@@ -1,11 +1,9 @@
 """The desktop application driven with pytest-qt (offscreen): the steward's whole path."""
 
-import time
-
 import numpy as np
 import pandas as pd
 import pytest
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt
 
 import dpdesk
 from dpdesk.gui.main_window import MainWindow
@@ -152,7 +150,10 @@ def test_end_to_end_import_compare_release_export(window, qtbot, data_dir, tmp_p
     assert (out / "privacy-report.pdf").read_bytes()[:4] == b"%PDF"
 
 
-def test_cancel_stops_quickly_and_ui_stays_responsive(window, qtbot, data_dir):
+def test_results_stream_in_and_cancel_stops_at_the_next_run(window, qtbot, data_dir, held_comparison):
+    """The comparison runs on a worker and streams its results; Cancel stops it at its next check. The
+    worker is held after its first result, so what is asserted does not depend on the machine's speed
+    (how long the event loop may stall meanwhile is measured by benchmarks/bench_responsiveness.py)."""
     data = dpdesk.load(data_dir / "retail.dat.gz")
     window.state.set_dataset(data, {"path": str(data_dir / "retail.dat.gz"), "format": "transactions"})
     window.state.set_bound(20)
@@ -161,34 +162,18 @@ def test_cancel_stops_quickly_and_ui_stays_responsive(window, qtbot, data_dir):
     on_true_data(page)
     page.epsilons.setText("0.1, 0.5, 1, 2")
     page.repeats.setValue(5000)
-    gaps = []
-    last = [time.perf_counter()]
-
-    def probe():
-        now = time.perf_counter()
-        gaps.append(now - last[0])
-        last[0] = now
-
-    timer = QTimer()
-    timer.setInterval(20)
-    timer.timeout.connect(probe)
     page.run()
-    assert page.task.running
-    timer.start()
-    qtbot.wait(2500)  # the event loop keeps ticking while the worker runs
-    timer.stop()
-    assert len(page.rows) > 0  # partial results streamed in
-    # nearly every tick on time, and never a freeze; the strict "longest stall ≤ 100 ms" is
-    # measured by benchmarks/ (a timed assertion on a shared machine would fail on load alone)
-    typical, longest = np.percentile(gaps, 95) - 0.020, max(gaps) - 0.020
-    assert typical < 0.100, f"the event loop was late by {typical * 1000:.0f} ms on 5% of its ticks"
-    assert longest < 0.500, f"event loop blocked for {longest * 1000:.0f} ms"
-    started = time.perf_counter()
+    assert page.task.running  # run() returned while the worker computes
+    held_comparison.started.wait(120)
+    qtbot.waitUntil(lambda: len(page.rows) == 1, timeout=60_000)  # the first result streamed in
+    assert page.cancel_button.isEnabled() and not page.run_button.isEnabled()
     qtbot.mouseClick(page.cancel_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: not page.task.running, timeout=5000)
-    assert time.perf_counter() - started < 1.0
-    assert window.state.comparison is not None and window.state.comparison.cancelled
-    assert page.run_button.isEnabled()
+    held_comparison.release()  # the worker goes on and sees the cancel before its next run
+    qtbot.waitUntil(lambda: not page.task.running, timeout=60_000)
+    comparison = window.state.comparison
+    assert comparison is not None and comparison.cancelled
+    assert len(comparison.results) == 1  # not one run more after Cancel (of 2 × 4 × 5000)
+    assert page.run_button.isEnabled() and not page.cancel_button.isEnabled()
 
 
 def test_broken_file_shows_the_line(window, qtbot, tmp_path):

@@ -22,7 +22,6 @@ from dpdesk.errors import ParameterError
 from dpdesk.gui.compare_page import format_epsilons, parse_epsilons
 from dpdesk.gui.widgets import DecimalSpinBox, decimal_reading
 
-from .test_app import tick
 
 
 def wheel(widget, steps: int = -3) -> QWheelEvent:
