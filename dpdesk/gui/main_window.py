@@ -126,7 +126,8 @@ class MainWindow(QMainWindow):
         self.compare_page = ComparePage(self.state)
         self.plan_page = PlanPage(self.state)
         self.release_page = ReleasePage(self.state)
-        for page in (self.data_page, self.configure_page, self.compare_page, self.plan_page, self.release_page):
+        for index, page in enumerate((self.data_page, self.configure_page, self.compare_page, self.plan_page,
+                                      self.release_page)):
             if page is self.compare_page:
                 # not in a scroll area: painting its streaming pyqtgraph plots inside one crashes
                 # PySide (6.9.3 and 6.10.3, in the end-to-end test); on a small screen it is cut
@@ -136,6 +137,7 @@ class MainWindow(QMainWindow):
                 continue
             # a page taller or wider than a small screen scrolls instead of pushing the window off it
             scroller = QScrollArea()
+            scroller.setAccessibleName(f"{STEPS[index]} page")  # a Tab stop (the arrow keys scroll it)
             scroller.setWidgetResizable(True)
             scroller.setFrameShape(QFrame.NoFrame)
             scroller.setWidget(page)
@@ -375,6 +377,10 @@ class MainWindow(QMainWindow):
         data = self.state.dataset
         if data is None:
             self.ledger_label.setText("<b>Budget ledger</b><br>Import data to see the ε already spent on it.")
+            return
+        if not self.state.dataset_name:
+            self.ledger_label.setText("<b>Budget ledger</b><br>Say who this data is about (⑤ Release, Change…) to "
+                                      "see the ε already spent on them.")
             return
         try:
             status = Ledger.open().status(self.state.dataset_name)

@@ -64,6 +64,7 @@ class PublicationChoice(QWidget):
         self.name_box.setInsertPolicy(QComboBox.NoInsert)
         self.name_box.setAccessibleName("Which people is this data about")
         self.name = self.name_box.lineEdit()
+        self.name.setAccessibleName(self.name_box.accessibleName())  # the field one types in
         self.name.setPlaceholderText("e.g. patients of clinic A, 2025")
         self.known = ledger_names()
         self.name_box.addItems(list(self.known))

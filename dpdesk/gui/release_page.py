@@ -103,6 +103,7 @@ class ReleasePage(QWidget):
         self.chosen.addItems(CHOICES)
         narrow_combo(self.chosen)  # a long sentence scrolls in the box instead of widening the page
         self.chosen.setAccessibleName("How the mechanism was chosen (goes into the public report)")
+        self.chosen.lineEdit().setAccessibleName(self.chosen.accessibleName())  # the field one types in
         self.chosen.setToolTip("Stated in the public report. Choosing by the true-data comparison is a use of the "
                                "data; say so honestly. The report also says what dpdesk observed.")
         self.observed = explanation("")
@@ -531,6 +532,7 @@ class ExportDialog(QDialog):
         options_layout = QVBoxLayout(options)
         options_layout.setContentsMargins(0, 0, 0, 0)
         choices = QScrollArea()
+        choices.setAccessibleName("What to export")
         choices.setWidgetResizable(True)
         choices.setFrameShape(QScrollArea.NoFrame)
         choices.setWidget(options)
@@ -584,6 +586,7 @@ class ExportDialog(QDialog):
         self.files_list.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.files_list.setAccessibleDescription("The files that were written, with their full paths")
         scroll = QScrollArea()
+        scroll.setAccessibleName("The files written")
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.files_list)
         scroll.setMinimumHeight(96)
