@@ -502,6 +502,11 @@ class MainWindow(QMainWindow):
             return
         self._quitting = True
         for _what, task in running:
+            for signal in (task.partial, task.progress, task.succeeded):
+                try:  # what it still delivers is not drawn: the window is closing
+                    signal.disconnect()
+                except (RuntimeError, TypeError):  # nothing connected
+                    pass
             task.finished.connect(self._close_when_stopped)
             task.cancel()
         self.statusBar().showMessage("Stopping " + " and ".join(what for what, _task in running)

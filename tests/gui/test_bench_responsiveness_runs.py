@@ -17,4 +17,5 @@ def test_the_responsiveness_benchmark_runs_end_to_end(tmp_path):
                          env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert "IMPORT (all steps)" in run.stdout and "COMPARISON (all steps)" in run.stdout
+    assert "QUIT DURING A COMPARISON" in run.stdout
     assert "= 25 runs" in run.stdout   # 5 mechanisms × 5 ε × 1 repeat, all finished
