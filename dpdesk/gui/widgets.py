@@ -14,7 +14,7 @@ from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QObject, QR
 from PySide6.QtGui import QColor, QFont, QValidator
 from PySide6.QtWidgets import (QAbstractSlider, QAbstractSpinBox, QBoxLayout, QComboBox, QDoubleSpinBox, QFileDialog,
                                QFrame, QHBoxLayout, QHeaderView, QLabel, QLayout, QMessageBox, QPushButton,
-                               QScrollArea, QSizePolicy, QTableView, QTableWidget, QTableWidgetItem, QToolTip,
+                               QScrollArea, QScrollBar, QSizePolicy, QTableView, QTableWidget, QTableWidgetItem, QToolTip,
                                QVBoxLayout, QWidget)
 
 from ..errors import DpdeskError
@@ -106,6 +106,8 @@ class WheelGuard(QObject):
     control is made Qt.StrongFocus (click or Tab) when it is polished."""
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
+        if isinstance(watched, QScrollBar):  # a scroll area hands the wheel to its scroll bar: that is scrolling
+            return False
         kind = event.type()
         if kind == QEvent.Polish and isinstance(watched, VALUE_CONTROLS):
             if watched.focusPolicy() & Qt.WheelFocus == Qt.WheelFocus:

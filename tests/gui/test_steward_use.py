@@ -50,6 +50,11 @@ def test_the_wheel_over_an_unfocused_control_changes_nothing_and_scrolls_on(ches
         assert not event.isAccepted()  # offered to the page, which scrolls
     assert (window.state.epsilon, window.state.bound, slider.value()) == before
     assert "In use" in page.recommendation.use_button.text()  # the recommendation is still the one in use
+    # the page itself scrolls with the wheel (its scroll area hands the wheel to its scroll bar)
+    area = window.pages.currentWidget()
+    area.verticalScrollBar().setValue(0)
+    wheel(area.viewport(), -3)
+    assert area.verticalScrollBar().value() > 0
     # a control the steward clicked or tabbed to takes the wheel as usual
     epsilon.setFocus()
     qtbot.waitUntil(epsilon.hasFocus)
