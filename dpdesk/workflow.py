@@ -45,7 +45,8 @@ from .data.domain import (DOMAINS_CHOICES_TEXT, HOW_DISCOVERED, HOW_LIST, HOW_PU
                           restrict_cells)
 from .errors import ChargedRefusal, DpdeskError, ExportError, ParameterError
 from .mechanisms.publish import publish, unrounded_release
-from .mechanisms.running import content_fingerprint, run
+from .data.dataset import source_digest
+from .mechanisms.running import content_fingerprint, origin_of, run
 from .privacy.budget import BudgetSplit, check_epsilon
 from .report.export import (RAW_PREFIX, RELEASE_FORMATS, render_release, require_recorded, require_release,
                             sha256_bytes)
@@ -435,69 +436,76 @@ def secure_release(data, mechanism_id: str, epsilon, params: dict, *, dataset: s
     output_names(formats, ())  # an unknown format is refused before any noise
     ledger = ledger if ledger is not None else Ledger.open()
     fingerprint = content_fingerprint(data)
+    source = source_digest(getattr(origin_of(data), "source", None))
     progress(0.05, "Checking the privacy budget")
-    ledger.check(dataset, eps, fingerprint=fingerprint, override=override_cap, override_name=override_name)
+    # from the check to the record, no other release of this dataset (or of this data) can be
+    # checked: it would not see this one's ε (Ledger.reserve)
+    with ledger.reserve(dataset, (fingerprint, source), cancel=cancel,
+                        waiting=lambda: progress(0.05, f"Waiting for another release of '{dataset}' to be recorded")):
+        ledger.check(dataset, eps, fingerprint=fingerprint, source=source, override=override_cap,
+                     override_name=override_name)
 
-    discovery = None
-    if items is not None and items.kind == HOW_DISCOVERED:
-        progress(0.08, "Discovering the items privately")
-        discovery = BudgetSplit(eps * items.share)
-        mechanism_eps = eps - discovery.total
-        if data.kind == "incidence":
-            bound = items.bound if items.bound is not None else int(params["bound"])
-            found = discover_items(data, discovery.total, items.delta, bound, SecureRandom())
-            released = project(data, found)
-            what = "discover the items (noisy threshold)"
+        discovery = None
+        if items is not None and items.kind == HOW_DISCOVERED:
+            progress(0.08, "Discovering the items privately")
+            discovery = BudgetSplit(eps * items.share)
+            mechanism_eps = eps - discovery.total
+            if data.kind == "incidence":
+                bound = items.bound if items.bound is not None else int(params["bound"])
+                found = discover_items(data, discovery.total, items.delta, bound, SecureRandom())
+                released = project(data, found)
+                what = "discover the items (noisy threshold)"
+            else:
+                found = discover_cell_domains(data, discovery.total, items.delta, SecureRandom())
+                released = restrict_cells(data, found)
+                what = "discover the attribute values (noisy threshold)"
+            discovery.add(what, discovery.total, found.statement(), delta=found.delta)
+            if found.size == 0:
+                _charge(ledger, dataset, (fingerprint, source), mechanism_id, params, discovery,
+                        "No item passed the discovery threshold, so there is nothing to release.")
+            try:
+                mechanism.validate(PublicView(released.kind, released.domain, dataset), mechanism_eps, params)
+            except ParameterError as error:
+                _charge(ledger, dataset, (fingerprint, source), mechanism_id, params, discovery,
+                        f"The discovered domain does not suit the mechanism: {error}")
         else:
-            found = discover_cell_domains(data, discovery.total, items.delta, SecureRandom())
-            released = restrict_cells(data, found)
-            what = "discover the attribute values (noisy threshold)"
-        discovery.add(what, discovery.total, found.statement(), delta=found.delta)
-        if found.size == 0:
-            _charge(ledger, dataset, fingerprint, mechanism_id, params, discovery,
-                    "No item passed the discovery threshold, so there is nothing to release.")
+            mechanism_eps = eps
+            released = apply_domain(data, items, domain)
+        progress(0.1, "Running the mechanism with secure randomness")
         try:
-            mechanism.validate(PublicView(released.kind, released.domain, dataset), mechanism_eps, params)
-        except ParameterError as error:
-            _charge(ledger, dataset, fingerprint, mechanism_id, params, discovery,
-                    f"The discovered domain does not suit the mechanism: {error}")
-    else:
-        mechanism_eps = eps
-        released = apply_domain(data, items, domain)
-    progress(0.1, "Running the mechanism with secure randomness")
-    try:
-        release = run(released, mechanism_id, mechanism_eps, params, cancel=cancel)
-    except ChargedRefusal as refusal:
-        budget = refusal.budget
+            release = run(released, mechanism_id, mechanism_eps, params, cancel=cancel)
+        except ChargedRefusal as refusal:
+            budget = refusal.budget
+            if discovery is not None:
+                budget = _combined(discovery, budget, eps)
+            _charge(ledger, dataset, (fingerprint, source), mechanism_id, params, budget, str(refusal))
         if discovery is not None:
-            budget = _combined(discovery, budget, eps)
-        _charge(ledger, dataset, fingerprint, mechanism_id, params, budget, str(refusal))
-    if discovery is not None:
-        _prepend(release, discovery, eps)
-    require_release(release)
-    release.data = released
-    domain = getattr(released, "domain", None)
-    release.internal.update(getattr(domain, "internal", None) or {})
-    if getattr(released, "dropped_records", 0):
-        release.internal["records dropped (a value outside the declared domains)"] = released.dropped_records
-    release.dataset_name = dataset
-    stated = (chosen_how or "").strip() or DEFAULT_CHOSEN
-    release.report["how_chosen"] = stated  # read by earlier dpdesk versions and scripts
-    release.report["choice"] = {"stated": stated, "observed": observed or NOT_COMPARED}
-    publish(release, raw=raw)
-    data_formats = [f for f in formats if f != "json"]
-    files = render_release(release, data_formats)
-    hashes = {name: sha256_bytes(content) for name, content in files.items()}
-    recorded = dict(hashes)
-    if release.unrounded is not None:  # the raw form's files too, so `export --entry N --raw` can be checked
-        raw_files = render_release(unrounded_release(release), data_formats)
-        recorded.update({RAW_PREFIX + name: sha256_bytes(content) for name, content in raw_files.items()})
-    progress(0.8, "Recording the release in the budget ledger")
-    entry = ledger.record(release, fingerprint, recorded, override=override_cap, override_name=override_name)
-    _refer_to_entry(release, ledger, entry, dataset)
-    if "json" in formats:
-        files.update(render_release(release, ["json"], data_hashes=hashes))
-    return release, files
+            _prepend(release, discovery, eps)
+        require_release(release)
+        release.data = released
+        domain = getattr(released, "domain", None)
+        release.internal.update(getattr(domain, "internal", None) or {})
+        if getattr(released, "dropped_records", 0):
+            release.internal["records dropped (a value outside the declared domains)"] = released.dropped_records
+        release.dataset_name = dataset
+        stated = (chosen_how or "").strip() or DEFAULT_CHOSEN
+        release.report["how_chosen"] = stated  # read by earlier dpdesk versions and scripts
+        release.report["choice"] = {"stated": stated, "observed": observed or NOT_COMPARED}
+        publish(release, raw=raw)
+        data_formats = [f for f in formats if f != "json"]
+        files = render_release(release, data_formats)
+        hashes = {name: sha256_bytes(content) for name, content in files.items()}
+        recorded = dict(hashes)
+        if release.unrounded is not None:  # the raw form's files too, so `export --entry N --raw` can be checked
+            raw_files = render_release(unrounded_release(release), data_formats)
+            recorded.update({RAW_PREFIX + name: sha256_bytes(content) for name, content in raw_files.items()})
+        progress(0.8, "Recording the release in the budget ledger")
+        entry = ledger.record(release, fingerprint, recorded, source=source, override=override_cap,
+                              override_name=override_name)
+        _refer_to_entry(release, ledger, entry, dataset)
+        if "json" in formats:
+            files.update(render_release(release, ["json"], data_hashes=hashes))
+        return release, files
 
 
 def apply_domain(data, items: DomainDeclaration | None, domain=None):
@@ -531,8 +539,9 @@ def _with_cell_domain(cells, domain):
     return declared
 
 
-def _charge(ledger, dataset, fingerprint, mechanism_id, params, budget, why: str):
-    entry = ledger.record_charged(dataset, fingerprint, mechanism_id, params, budget, why)
+def _charge(ledger, dataset, keys, mechanism_id, params, budget, why: str):
+    fingerprint, source = keys
+    entry = ledger.record_charged(dataset, fingerprint, mechanism_id, params, budget, why, source=source)
     spent = f"ε = {budget.spent:.4g}" + (f" and δ = {budget.delta:.3g}" if budget.delta else "")
     raise ChargedRefusal(f"{why} This used the data, so the {spent} it spent was recorded in the budget ledger "
                          f"(entry #{entry.id}). Nothing was published.", budget)
