@@ -218,3 +218,73 @@ def test_a_charge_past_the_cap_is_recorded_as_an_override(dpdesk_home):
     spent.add("discover the items", 0.4, "found nothing")
     assert ledger.record_charged("tiny", "f" * 64, "lpa", {}, spent, "nothing found").overrides == []
     assert ledger.record_charged("tiny", "f" * 64, "lpa", {}, spent, "nothing found").overrides == ["cap"]
+
+
+# --- G, H: a declared cell domain decides before reading, over the attributes used ----------------
+
+def _domains_file(tmp_path):
+    import json
+
+    path = tmp_path / "domains.json"
+    path.write_text(json.dumps({"sex": ["F", "M"], "smoker": ["no", "yes"], "age": "range:2"}), encoding="utf-8")
+    return path
+
+
+def test_a_declared_cell_domain_is_checked_against_the_mechanism_before_reading(dpdesk_home, tmp_path, capsys):
+    from dpdesk import cli
+
+    missing = tmp_path / "not-there.csv"  # m = 8 > max_cells = 5: refused before the file is looked for
+    assert cli.main(["release", str(missing), "--format", "cells", "--mechanism", "geometric", "--epsilon", "1",
+                     "--param", "max_cells=5", "--domains", str(_domains_file(tmp_path)),
+                     "--out", str(tmp_path / "o")]) == 2
+    assert "max_cells = 5" in capsys.readouterr().err
+    # over the attributes the import uses: m = 4 fits, so now the missing file is what stops it
+    assert cli.main(["release", str(missing), "--format", "records", "--attributes", "sex,smoker",
+                     "--mechanism", "geometric", "--epsilon", "1", "--param", "max_cells=5",
+                     "--domains", str(_domains_file(tmp_path)), "--out", str(tmp_path / "o")]) == 2
+    assert "max_cells" not in capsys.readouterr().err
+
+
+def test_recommend_counts_cells_over_the_chosen_attributes_only(tmp_path, capsys):
+    import json
+
+    from dpdesk import cli
+
+    table = tmp_path / "survey.csv"
+    table.write_text("sex,smoker,age\nF,no,0\nM,yes,1\n", encoding="utf-8")
+    assert cli.main(["recommend", str(table), "--format", "records", "--attributes", "sex,smoker", "--epsilon", "1",
+                     "--domains", str(_domains_file(tmp_path)), "--json"]) == 0
+    advice = json.loads(capsys.readouterr().out)
+    assert advice["declared"]["cells"] == 4  # 2 × 2, not 2 × 2 × 2 over every attribute of the file
+
+
+# --- I: a file or a query that holds no one is data too -------------------------------------------
+
+def test_an_empty_file_or_query_is_released_like_any_data(dpdesk_home, tmp_path, capsys):
+    import sqlite3
+
+    import pandas as pd
+
+    from dpdesk import cli
+    from dpdesk.privacy.ledger import Ledger
+
+    empty = tmp_path / "empty.dat"
+    empty.write_bytes(b"")
+    header_only = tmp_path / "pairs.csv"
+    header_only.write_text("person,item\n", encoding="utf-8")
+    database = tmp_path / "clinic.sqlite"
+    with sqlite3.connect(database) as con:
+        con.execute("CREATE TABLE visits (person TEXT, item TEXT)")
+    runs = {"a": [str(empty)], "b": [str(header_only), "--format", "pairs"],
+            "c": ["--sql", f"sqlite:///{database}", "--query", "SELECT person, item FROM visits", "--dataset", "q"]}
+    for out, source in runs.items():
+        assert cli.main(["release", *source, "--mechanism", "lpa", "--epsilon", "1", "--bound", "2",
+                         "--items", "range:5", "--out", str(tmp_path / out)]) == 0, capsys.readouterr().err
+        assert len(pd.read_csv(tmp_path / out / "release.csv")) == 5
+    assert sorted(Ledger.open().totals()) == ["empty", "pairs", "q"]
+    # the file's own labels, stated public, are none: refused by that declared fact, before any noise
+    assert cli.main(["release", str(empty), "--mechanism", "lpa", "--epsilon", "1", "--bound", "2",
+                     "--items", "from-data", "--items-are-public", "--dataset", "other",
+                     "--out", str(tmp_path / "d")]) == 2
+    assert "nothing to release" in capsys.readouterr().err
+    assert "other" not in Ledger.open().totals()
