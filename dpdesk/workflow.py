@@ -50,7 +50,7 @@ from .data.domain import (DOMAINS_CHOICES_TEXT, HOW_DISCOVERED, HOW_LIST, HOW_PU
                           restrict_cells)
 from .errors import ChargedRefusal, DpdeskError, EmptyData, ExportError, ParameterError
 from .mechanisms.publish import publish, unrounded_release
-from .data.dataset import source_digest
+from .data.fingerprint import source_digest
 from .mechanisms.running import content_fingerprint, origin_of, run
 from .privacy.budget import BudgetSplit, check_epsilon
 from .report.export import (RAW_PREFIX, RELEASE_FORMATS, render_release, require_recorded, require_release,

@@ -516,7 +516,7 @@ class Ledger:
         """Refuse (``BudgetError``) a release of ``epsilon`` that would exceed the dataset's cap.
 
         Call it before any noise is drawn (with ``fingerprint`` once the data is read, and
-        ``source``, the digest of the raw source — :func:`dpdesk.data.dataset.source_digest` —
+        ``source``, the digest of the raw source — :func:`dpdesk.data.fingerprint.source_digest` —
         so that the same file read another way is the same data too).
         With ``override`` the release may go past the cap, with ``override_name`` the data
         may be released under a name other than the one it was recorded under; both are
