@@ -11,7 +11,9 @@
 2. Read the data; the ledger checks that this content was not already released under
    another dataset name (renaming must not reset the budget).
 3. Apply the declared domain (:mod:`dpdesk.data.domain`): items outside it are dropped,
-   or, for ``discover``, the domain is chosen privately with a share of ε and a δ.
+   or, for ``discover``, the domain is chosen privately with a δ, by the route
+   :func:`discovery_plan` settles from declared inputs (one pass with the counts, or a share
+   of ε first; :mod:`dpdesk.evaluation.discovery`).
 4. Run the mechanism with the operating system's CSPRNG.
 5. Record the release in the ledger — the ε is spent from here on, and the released
    values are kept in the entry, so ``dpdesk export --entry N`` can always write the files
@@ -40,12 +42,13 @@ from typing import Callable
 from . import api, locks
 from . import mechanisms as registry
 from .data.domain import (DOMAINS_CHOICES_TEXT, HOW_DISCOVERED, HOW_LIST, HOW_PUBLIC_DATA, ITEMS_CHOICES_TEXT,
-                          CellDomain, DomainDeclaration, PublicView, cell_domain_of, declared_domain,
-                          discover_cell_domains, discover_items, project, public_data_domain, read_domains_file,
-                          restrict_cells)
+                          CellDomain, DomainDeclaration, PublicView, cell_domain_of, declared_domain, project,
+                          public_data_domain, read_domains_file, restrict_cells)
 from .errors import ChargedRefusal, DpdeskError, ExportError, ParameterError
+from .evaluation.discovery import DiscoveryPlan, cell_discovery_share, plan_discovery
 from .mechanisms.publish import publish, unrounded_release
 from .privacy.budget import BudgetSplit, check_epsilon
+from .privacy.discovery import ONE_PASS, ONE_PASS_NOTE, discover_cell_domains, discover_items, stability_histogram
 from .report.export import RAW_PREFIX, RELEASE_FORMATS, render_release, require_release, sha256_bytes
 from .tasks import CancelToken, ProgressFn, no_progress
 
@@ -285,6 +288,19 @@ class Declared:
     items: DomainDeclaration | None
     domain: object = None  # the item domain, when known without the data (a list or a range)
     cell_domains: dict | None = None  # attribute domains from a --domains file
+    discovery: DiscoveryPlan | None = None  # how ``--items discover`` will run (declared inputs only)
+
+
+def discovery_plan(items: DomainDeclaration | None, mechanism_id: str, epsilon, params: dict) -> DiscoveryPlan | None:
+    """The discovery a release will run, from declared inputs only (None unless items are discovered).
+
+    Its route, threshold and the stand-in's expectations (how many items, the chance of none)
+    can be shown before anything is spent: ``dpdesk release --dry-run``, and the GUI."""
+    if items is None or items.kind != HOW_DISCOVERED or items.cells:
+        return None
+    mechanism = registry.get(mechanism_id)
+    eps = check_epsilon(epsilon)
+    return plan_discovery(items, mechanism.id, eps, mechanism.validate(None, eps, params))
 
 
 def check_request(mechanism_id: str, epsilon, params: dict, *, dataset: str, items: DomainDeclaration | None,
@@ -315,11 +331,11 @@ def check_request(mechanism_id: str, epsilon, params: dict, *, dataset: str, ite
                              + (DOMAINS_CHOICES_TEXT if mechanism.data_kind == "cells" else ITEMS_CHOICES_TEXT))
     declared = Declared(mechanism, eps, params, dataset, items)
     if items.kind == HOW_DISCOVERED:
-        share_eps = eps * items.share
-        if not items.cells and items.bound is None and params.get("bound") is None:
-            raise ParameterError("--items discover needs a bound on how many items one person contributes to the "
-                                 "discovery: give --discover-bound K (or the mechanism's --bound).")
-        mechanism.validate(None, eps - share_eps, params)
+        if items.cells:
+            mechanism.validate(None, eps * (1 - cell_discovery_share(items)), params)
+        else:
+            declared.discovery = discovery_plan(items, mechanism_id, eps, params)
+            mechanism.validate(None, eps - declared.discovery.discovery_epsilon, params)
     elif not items.cells:
         declared.domain = declared_domain(items)
         if declared.domain is not None:
@@ -437,23 +453,33 @@ def secure_release(data, mechanism_id: str, epsilon, params: dict, *, dataset: s
     ledger.check(dataset, eps, fingerprint=fingerprint, override=override_cap, override_name=override_name)
 
     discovery = None
+    plan = discovery_plan(items, mechanism_id, eps, params)  # declared inputs only
+    one_pass = plan is not None and plan.route == ONE_PASS
     if items is not None and items.kind == HOW_DISCOVERED:
         progress(0.08, "Discovering the items privately")
-        discovery = BudgetSplit(eps * items.share)
-        mechanism_eps = eps - discovery.total
-        if data.kind == "incidence":
-            bound = items.bound if items.bound is not None else int(params["bound"])
-            found = discover_items(data, discovery.total, items.delta, bound, SecureRandom())
+        if one_pass:  # the counts that choose the items are the release: all of ε in one step
+            found, noisy = stability_histogram(data, eps, items.delta, plan.discovery_bound, SecureRandom())
             released = project(data, found)
-            what = "discover the items (noisy threshold)"
+            discovery = BudgetSplit(eps).add("discover the items and count them (one pass)", eps,
+                                             found.statement(), delta=found.delta)
+        elif data.kind == "incidence":
+            discovery = BudgetSplit(plan.discovery_epsilon)
+            found = discover_items(data, discovery.total, items.delta, plan.discovery_bound, SecureRandom())
+            released = project(data, found)
+            discovery.add("discover the items (noisy threshold)", discovery.total, found.statement(),
+                          delta=found.delta)
         else:
+            discovery = BudgetSplit(eps * cell_discovery_share(items))
             found = discover_cell_domains(data, discovery.total, items.delta, SecureRandom())
             released = restrict_cells(data, found)
-            what = "discover the attribute values (noisy threshold)"
-        discovery.add(what, discovery.total, found.statement(), delta=found.delta)
+            discovery.add("discover the attribute values (noisy threshold)", discovery.total, found.statement(),
+                          delta=found.delta)
+        mechanism_eps = eps if one_pass else eps - discovery.total
         if found.size == 0:
+            chances = (f" Before the release, a stand-in gave this a chance of {plan.chosen.chance_nothing:.2%}."
+                       if plan is not None else "")
             _charge(ledger, dataset, fingerprint, mechanism_id, params, discovery,
-                    "No item passed the discovery threshold, so there is nothing to release.")
+                    "No item passed the discovery threshold, so there is nothing to release." + chances)
         try:
             mechanism.validate(PublicView(released.kind, released.domain, dataset), mechanism_eps, params)
         except ParameterError as error:
@@ -463,15 +489,23 @@ def secure_release(data, mechanism_id: str, epsilon, params: dict, *, dataset: s
         mechanism_eps = eps
         released = apply_domain(data, items, domain)
     progress(0.1, "Running the mechanism with secure randomness")
-    try:
-        release = api.release(released, mechanism_id, epsilon=mechanism_eps, rng=None, cancel=cancel, **params)
-    except ChargedRefusal as refusal:
-        budget = refusal.budget
+    if one_pass:
+        values = mechanism.validate(None, eps, params)
+        release = mechanism.release_noisy_counts(released, eps, values, noisy, discovery, SecureRandom(),
+                                                 {"rows_truncated": found.internal["rows truncated"]})
+        release.dataset_fingerprint = fingerprint
+        release.report["notes"].append(ONE_PASS_NOTE)
+    else:
+        try:
+            release = api.release(released, mechanism_id, epsilon=mechanism_eps, rng=None, cancel=cancel, **params)
+        except ChargedRefusal as refusal:
+            budget = refusal.budget
+            if discovery is not None:
+                budget = _combined(discovery, budget, eps)
+            _charge(ledger, dataset, fingerprint, mechanism_id, params, budget, str(refusal))
         if discovery is not None:
-            budget = _combined(discovery, budget, eps)
-        _charge(ledger, dataset, fingerprint, mechanism_id, params, budget, str(refusal))
-    if discovery is not None:
-        _prepend(release, discovery, eps)
+            _prepend(release, discovery, eps)
+    release.discovery_plan = plan
     require_release(release)
     release.data = released
     domain = getattr(released, "domain", None)
