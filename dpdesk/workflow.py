@@ -45,7 +45,7 @@ from .data.domain import (DOMAINS_CHOICES_TEXT, HOW_DISCOVERED, HOW_LIST, HOW_PU
                           CellDomain, DomainDeclaration, PublicView, cell_domain_of, declared_domain, project,
                           public_data_domain, read_domains_file, restrict_cells)
 from .errors import ChargedRefusal, DpdeskError, ExportError, ParameterError
-from .evaluation.discovery import DiscoveryPlan, cell_discovery_share, plan_discovery
+from .evaluation.discovery import DiscoveryPlan, cell_discovery_share, chance_text, plan_discovery
 from .mechanisms.publish import publish, unrounded_release
 from .privacy.budget import BudgetSplit, check_epsilon
 from .privacy.discovery import ONE_PASS, ONE_PASS_NOTE, discover_cell_domains, discover_items, stability_histogram
@@ -335,7 +335,7 @@ def check_request(mechanism_id: str, epsilon, params: dict, *, dataset: str, ite
             mechanism.validate(None, eps * (1 - cell_discovery_share(items)), params)
         else:
             declared.discovery = discovery_plan(items, mechanism_id, eps, params)
-            mechanism.validate(None, eps - declared.discovery.discovery_epsilon, params)
+            mechanism.validate(None, declared.discovery.mechanism_epsilon, params)
     elif not items.cells:
         declared.domain = declared_domain(items)
         if declared.domain is not None:
@@ -476,7 +476,7 @@ def secure_release(data, mechanism_id: str, epsilon, params: dict, *, dataset: s
                           delta=found.delta)
         mechanism_eps = eps if one_pass else eps - discovery.total
         if found.size == 0:
-            chances = (f" Before the release, a stand-in gave this a chance of {plan.chosen.chance_nothing:.2%}."
+            chances = (f" Before the release, a stand-in gave this a chance of {chance_text(plan.chosen.chance_nothing)}."
                        if plan is not None else "")
             _charge(ledger, dataset, fingerprint, mechanism_id, params, discovery,
                     "No item passed the discovery threshold, so there is nothing to release." + chances)

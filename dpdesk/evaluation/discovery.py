@@ -2,10 +2,11 @@
 
 A discovery lists the items whose noisy count passes a threshold τ (:mod:`dpdesk.privacy.discovery`).
 τ is a function of ε, δ and the contribution bound alone, so it is known before the data is
-read; how many items will pass is not, so the plan says what a **stand-in** would give: synthetic
-baskets shaped by declared facts (:func:`dpdesk.evaluation.standin.synthetic_incidence`: the
-number of people, the typical items per person, the number of distinct items and the skew of
-their popularity — each declared by the steward, or assumed and said to be), never the data.
+read; how many items will pass is not, so the plan says what a **stand-in** would give: the
+synthetic baskets of :func:`dpdesk.evaluation.standin.synthetic_incidence`, shaped by declared
+facts (the number of people, the typical items per person, the number of distinct items and the
+skew of their popularity — each declared by the steward, or assumed and said to be), whose
+expectations are computed exactly (:class:`_Standin`): no data, and no random draw.
 
 Two routes, and the settings of each, are candidates:
 
@@ -31,14 +32,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
 from ..data.domain import HOW_DISCOVERED, DomainDeclaration
 from ..errors import ParameterError
 from ..privacy.discovery import ONE_PASS, TWO_STEP, discovery_threshold, listing_probability
-from .standin import DeclaredFacts, synthetic_incidence
 
 TOP_K = 100  # the plan scores the stand-in's 100 most common items
 SHARES = (0.3, 0.5, 0.7)  # two-step: the share of ε that finds the items
@@ -99,6 +99,11 @@ class DiscoveryPlan:
         return self.epsilon * self.chosen.share
 
     @property
+    def mechanism_epsilon(self) -> float:
+        """The ε the mechanism runs with: all of it in one pass (the counts are the discovery), the rest in two."""
+        return self.epsilon if self.route == ONE_PASS else self.epsilon - self.discovery_epsilon
+
+    @property
     def discovery_bound(self) -> int:
         return self.chosen.discovery_bound
 
@@ -129,14 +134,14 @@ class DiscoveryPlan:
         else:
             how = (f"two steps: {c.share:.0%} of ε (ε = {self.discovery_epsilon:.4g}) finds the items whose noisy "
                    f"count, at most {per_person} per person, reaches {c.threshold:,}; then {self.mechanism} runs on "
-                   f"them with ε = {self.epsilon - self.discovery_epsilon:.4g}")
+                   f"them with ε = {self.mechanism_epsilon:.4g}")
         facts = ", ".join(f"{FACT_NAMES[k]} {v:,g}" + (" (assumed)" if k in self.assumed else "")
                           for k, v in self.facts.items())
         lines = [f"Discovery: {how}. The threshold is fixed by ε, δ = {self.delta:g} and the bound, before the "
                  f"data is read.",
                  f"On a stand-in with {facts}: about {c.expected_items:,.0f} items would be listed, "
                  f"{c.expected_recall:.0%} of its {self.top_k} most common ones; the chance that none is listed is "
-                 f"{_chance(c.chance_nothing)}. Your data may differ from the stand-in."]
+                 f"{chance_text(c.chance_nothing)}. Your data may differ from the stand-in."]
         if c.chance_nothing >= 0.01:
             lines.append("If nothing passes, the release stops and the ε and δ it spent stay recorded in the budget "
                          "ledger. A larger ε or δ, a smaller bound, or items declared in a list avoid that.")
@@ -148,7 +153,8 @@ class DiscoveryPlan:
         return lines
 
 
-def _chance(p: float) -> str:
+def chance_text(p: float) -> str:
+    """A probability in words a steward reads at a glance."""
     if p < 1e-4:
         return "below 0.01%"
     if p > 0.9999:
@@ -171,22 +177,72 @@ def standin_facts(declaration: DomainDeclaration, bound: int | None) -> tuple[di
     return facts, assumed
 
 
-@lru_cache(maxsize=8)
-def _standin(people: int, items: int, row_length: float, skew: float):
-    """The stand-in's true counts, row lengths and matrix (synthetic: no true data)."""
-    data = synthetic_incidence(DeclaredFacts(rows=int(people), items=int(items), mean_items_per_person=row_length,
-                                             bound=None, skew=skew), seed=STANDIN_SEED)
-    matrix = data.matrix.tocsr().astype(np.float64)
-    lengths = np.diff(matrix.indptr).astype(np.float64)
-    counts = np.asarray(matrix.sum(axis=0)).ravel()
-    top = np.argsort(-counts, kind="stable")[:min(TOP_K, int((counts > 0).sum()) or 1)]
-    return matrix, lengths, counts, top
+EXACT_RANKS = 2_000  # items ranked beyond this are grouped (log-spaced ranks of equal weight)
+EXACT_LENGTHS = 400  # row lengths beyond this are grouped likewise
 
 
-def _kept(matrix, lengths, bound: float) -> np.ndarray:
-    """Each item's expected count when every row keeps a uniform ``bound`` of its items."""
-    keep = np.minimum(1.0, bound / np.maximum(lengths, 1.0))
-    return np.asarray(matrix.T @ keep).ravel()
+@dataclass(frozen=True)
+class _Standin:
+    """The stand-in's expectations: item groups (weight w, multiplicity m), row lengths l with their shares h.
+
+    The synthetic baskets of :func:`~dpdesk.evaluation.standin.synthetic_incidence` (row lengths
+    geometric with the declared mean, each of a row's l draws an item of Zipf weight w) hold item j
+    in a row of length l with probability π = 1 − (1 − w_j)^l. Everything the plan needs is an
+    expectation over those rows, computed exactly here (no random stand-in is drawn)."""
+
+    people: float
+    weights: np.ndarray  # per item group
+    multiplicity: np.ndarray
+    lengths: np.ndarray  # row lengths
+    shares: np.ndarray  # share of people with each length
+    holds: np.ndarray  # π[group, length]
+    top: int  # the first ``top`` groups are the single top items
+
+    @cached_property
+    def counts(self) -> np.ndarray:
+        return self.people * (self.holds @ self.shares)
+
+    def kept(self, per_row_keep: np.ndarray) -> np.ndarray:
+        """Each group's expected count when a row of length l keeps a share ``per_row_keep[l]`` of its items."""
+        return self.people * (self.holds @ (self.shares * per_row_keep))
+
+    def halved(self) -> "_Standin":
+        return _Standin(self.people / 2, self.weights, self.multiplicity, self.lengths, self.shares, self.holds,
+                        self.top)
+
+
+def _grouped(n: int, exact: int, groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Values 1..n as representatives (1..exact each alone, then log-spaced groups) and their multiplicities."""
+    if n <= exact + groups:
+        return np.arange(1, n + 1, dtype=np.float64), np.ones(n)
+    edges = np.unique(np.round(np.geomspace(exact + 1, n + 1, groups + 1)).astype(np.int64))
+    middle = np.sqrt(edges[:-1] * (edges[1:] - 1.0))
+    return (np.concatenate([np.arange(1, exact + 1, dtype=np.float64), middle]),
+            np.concatenate([np.ones(exact), np.diff(edges).astype(np.float64)]))
+
+
+@lru_cache(maxsize=16)
+def _standin(people: int, items: int, row_length: float, skew: float) -> _Standin:
+    ranks, multiplicity = _grouped(items, EXACT_RANKS, 200)
+    total = float(np.sum(multiplicity / ranks ** skew))
+    weights = 1.0 / ranks ** skew / total
+    # row lengths: P(L = l) = p(1 − p)^l, l ≥ 0, p = 1/(1 + mean), capped at the number of items
+    p = 1.0 / (1.0 + row_length)
+    longest = int(min(items, max(1, math.ceil(math.log(1e-12) / math.log1p(-p)))))
+    lengths, width = _grouped(longest + 1, EXACT_LENGTHS, 200)
+    lengths = lengths - 1  # representatives of 0..longest
+    # the share of each group of lengths: P(L ≥ a) − P(L ≥ b), the cap's tail on the longest
+    starts = np.concatenate([[0.0], np.cumsum(width)[:-1]])
+    upper = np.power(1 - p, starts)
+    lower = np.append(np.power(1 - p, starts[1:] if starts.size > 1 else []), 0.0)
+    shares = upper - lower
+    holds = -np.expm1(np.outer(np.log1p(-np.minimum(weights, 1 - 1e-15)), lengths))
+    return _Standin(float(people), weights, multiplicity, lengths, shares, holds, min(TOP_K, items))
+
+
+def _keep_share(lengths: np.ndarray, bound: float) -> np.ndarray:
+    """The share of its items a row of each length keeps when truncated to ``bound``."""
+    return np.minimum(1.0, bound / np.maximum(lengths, 1.0))
 
 
 def _abs_error(bias: np.ndarray, scale: float) -> np.ndarray:
@@ -195,25 +251,25 @@ def _abs_error(bias: np.ndarray, scale: float) -> np.ndarray:
     return b + scale * np.exp(-b / scale)
 
 
-def _candidate(route, share, k, epsilon, delta, bound_values, standin) -> Candidate:
-    matrix, lengths, counts, top = standin
+def _candidate(route, share, k, epsilon, delta, bound_values, standin: _Standin) -> Candidate:
+    counts = standin.counts
     eps_find = epsilon * share
     tau, achieved = discovery_threshold(eps_find, delta, k)
-    expected = _kept(matrix, lengths, k)
-    listed = np.where(counts > 0, listing_probability(np.ceil(tau - expected), math.exp(-eps_find / k)), 0.0)
+    expected = standin.kept(_keep_share(standin.lengths, k))
+    listed = listing_probability(np.ceil(tau - expected), math.exp(-eps_find / k))
     if route == ONE_PASS:
         values, scale = expected, bound_values / epsilon
     else:
-        # the mechanism's step: each row re-truncated among the items it is expected to keep
-        found_per_row = np.asarray(matrix @ listed).ravel()
-        keep = np.minimum(1.0, bound_values / np.maximum(found_per_row, 1.0))
-        values = np.asarray(matrix.T @ keep).ravel()
+        # the mechanism's step: each row re-truncated among the items it is expected to have found
+        found_per_row = (standin.multiplicity * listed) @ standin.holds
+        values = standin.kept(_keep_share(found_per_row, bound_values))
         scale = bound_values / (epsilon - eps_find)
+    top = slice(0, standin.top)
     p = listed[top]
     error = p * _abs_error(values[top] - counts[top], scale) + (1 - p) * counts[top]
-    nothing = float(np.exp(np.sum(np.log1p(-np.minimum(listed, 1 - 1e-16)))))
-    return Candidate(route, float(share), int(k), int(tau), float(achieved), float(listed.sum()), nothing,
-                     float(p.mean()), float(error.mean()))
+    nothing = float(np.exp(np.sum(standin.multiplicity * np.log1p(-np.minimum(listed, 1 - 1e-16)))))
+    return Candidate(route, float(share), int(k), int(tau), float(achieved),
+                     float(np.sum(standin.multiplicity * listed)), nothing, float(p.mean()), float(error.mean()))
 
 
 def plan_discovery(declaration: DomainDeclaration, mechanism_id: str, epsilon: float, params: dict) -> DiscoveryPlan:
@@ -251,8 +307,7 @@ def plan_discovery(declaration: DomainDeclaration, mechanism_id: str, epsilon: f
                        float(facts["skew"]))
     # a second, sparser stand-in (half the people) guards the choice against a stand-in whose items are
     # more common than the data's: the candidate chosen is the best in the worse of the two
-    sparser = _standin(max(1, int(facts["people"]) // 2), int(facts["expected_items"]), float(facts["row_length"]),
-                       float(facts["skew"]))
+    sparser = standin.halved()
     settings = []
     for route in routes:
         if route == ONE_PASS:
@@ -270,8 +325,7 @@ def plan_discovery(declaration: DomainDeclaration, mechanism_id: str, epsilon: f
         worst[candidate] = max(candidate.expected_error,
                                _candidate(route, share, k, eps, delta, bound_values, sparser).expected_error)
     chosen = min(candidates, key=lambda c: (worst[c], c.route != ONE_PASS, -c.share, c.discovery_bound))
-    return DiscoveryPlan(mechanism_id, eps, delta, bound, chosen, candidates, facts, assumed, fixed,
-                         int(standin[3].size))
+    return DiscoveryPlan(mechanism_id, eps, delta, bound, chosen, candidates, facts, assumed, fixed, standin.top)
 
 
 def cell_discovery_share(declaration: DomainDeclaration) -> float:
@@ -279,4 +333,4 @@ def cell_discovery_share(declaration: DomainDeclaration) -> float:
     return float(declaration.share) if declaration.share is not None else CELL_SHARE
 
 
-__all__ = ["Candidate", "DiscoveryPlan", "cell_discovery_share", "plan_discovery", "standin_facts"]
+__all__ = ["Candidate", "DiscoveryPlan", "cell_discovery_share", "chance_text", "plan_discovery", "standin_facts"]
