@@ -32,6 +32,7 @@ class Mutant:
 CLAIMS = "tests/privacy/test_budget_claims.py"
 SECURE = "tests/privacy/test_secure_source.py"
 GUARDS = "tests/privacy/test_guards.py"
+ROUTES = "tests/privacy/test_discovery_routes.py"
 
 
 def mutant(name: str, bug: str, path: str, old: str, new: str, *, tests, covers) -> Mutant:
@@ -215,6 +216,35 @@ MUTANTS: tuple[Mutant, ...] = (
            "return m + 1, k * p1(m)",
            "return m, k * p1(m)",
            tests=[f"{CLAIMS}::test_discovery_of_items[3.0]"], covers=["discovery"]),
+    mutant("discovery-threshold-without-bound",
+           "the discovery threshold is computed for one item per person (δ, not δ/Δ, per new item): a new person's "
+           "Δ items are each listed with chance δ, so about Δ·δ in all",
+           "dpdesk/privacy/discovery.py",
+           "limit = min(delta / k, 1 - q) * (1 - 1e-12)",
+           "limit = min(delta, 1 - q) * (1 - 1e-12)",
+           tests=[f"{ROUTES}::test_the_threshold_covers_every_one_of_a_new_persons_items[0.5-1e-06-20]"],
+           covers=["discovery"]),
+    mutant("discovery-threshold-forgets-the-reverse-direction",
+           "the threshold keeps Δ·P1 ≤ δ only: with δ/Δ above 1 − q the direction D against D′ then needs a δ too",
+           "dpdesk/privacy/discovery.py",
+           "limit = min(delta / k, 1 - q) * (1 - 1e-12)",
+           "limit = delta / k * (1 - 1e-12)",
+           tests=[f"{ROUTES}::test_the_reverse_direction_needs_p1_below_one_minus_q"], covers=["discovery"]),
+    mutant("one-pass-threshold-without-bound",
+           "the one-pass route noises and thresholds for one item per person while each keeps Δ: 2ε spent at Δ = 2",
+           "dpdesk/privacy/discovery.py",
+           "found = noisy_threshold(counts, epsilon, delta, bound, source)\n    return _item_domain(data, found, epsilon, "
+           "bound, ONE_PASS, cut)",
+           "found = noisy_threshold(counts, epsilon, delta, 1, source)\n    return _item_domain(data, found, epsilon, "
+           "bound, ONE_PASS, cut)",
+           tests=[f"{ROUTES}::test_one_pass_discovery[0.3]"], covers=["discovery"]),
+    mutant("one-pass-release-without-delta",
+           "the one-pass release records its ε but not the δ its threshold spends (ledger and report say pure ε)",
+           "dpdesk/workflow.py",
+           "found.statement(), delta=found.delta)\n        elif data.kind == \"incidence\":",
+           "found.statement())\n        elif data.kind == \"incidence\":",
+           tests=[f"{ROUTES}::test_a_one_pass_release_spends_all_of_epsilon_in_one_step_with_its_delta"],
+           covers=["discovery"]),
     mutant("discovery-noise-without-bound",
            "private discovery's noise forgets that a person touches k labels: scale 1/ε instead of k/ε",
            "dpdesk/privacy/discovery.py",
