@@ -395,7 +395,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .evaluation.compare import Entry, run_comparison
+    from .evaluation.compare import AVERAGE, ZEROS, Entry, comparison_table, run_comparison
 
     data = _load(args)
     params = _mechanism_params(args)
@@ -415,7 +415,7 @@ def cmd_compare(args) -> int:
             print(f"\r{fraction:6.1%}  {message[:70]:<70}", end="", file=sys.stderr, flush=True)
 
     comparison = run_comparison(data, entries, epsilons, args.repeats, seed=args.seed, progress=progress,
-                                k=args.k)
+                                k=args.k, raw=args.raw)
     if not args.quiet:
         print(file=sys.stderr)
     out = Path(args.out)
@@ -424,9 +424,12 @@ def cmd_compare(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "results.csv", comparison.results.to_csv(index=False), force=True)
     atomic_write_text(out / "summary.csv", comparison.summary.to_csv(index=False), force=True)
-    table = comparison.summary.pivot_table(index=["label", "epsilon"], columns="metric", values="mean", sort=False)
-    print(table.to_string(float_format=lambda v: f"{v:,.4g}"))
-    print(f"(seed {comparison.seed}; these results use the true data: internal only)")
+    print(comparison_table(comparison).to_string(float_format=lambda v: f"{v:,.4g}"))
+    form = ("raw values (unbiased; fractional or negative as the mechanism made them)" if args.raw else
+            "published form (whole numbers ≥ 0; --raw for the raw values)")
+    print(f"(scored in the {form}; results.csv and summary.csv have both, the raw form as raw_*; "
+          f"'{ZEROS}' and '{AVERAGE}' are references without noise: a mechanism above them publishes less than "
+          f"they would. Seed {comparison.seed}; these results use the true data: internal only)")
     print(out / "results.csv")
     print(out / "summary.csv")
     return 0
@@ -741,6 +744,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bound", type=int, help="declared bound Δ: most items per person")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="a mechanism parameter (repeatable)")
     p.add_argument("--k", type=int, default=100, help="k for the top-k metrics")
+    p.add_argument("--raw", action="store_true",
+                   help="rank by the mechanisms' raw values instead of the published whole numbers ≥ 0 (both forms "
+                        "are always in results.csv and summary.csv)")
     p.add_argument("--out", required=True, help="output folder for results.csv (every run) and summary.csv")
     p.add_argument("--quiet", action="store_true", help="do not show progress")
     _add_import_arguments(p)
