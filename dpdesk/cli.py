@@ -423,7 +423,7 @@ def cmd_compare(args) -> int:
 
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "results.csv", comparison.results.to_csv(index=False), force=True)
-    atomic_write_text(out / "summary.csv", comparison.summary.to_csv(index=False), force=True)
+    atomic_write_text(out / "summary.csv", comparison.summary_with_references().to_csv(index=False), force=True)
     print(comparison_table(comparison).to_string(float_format=lambda v: f"{v:,.4g}"))
     form = ("raw values (unbiased; fractional or negative as the mechanism made them)" if args.raw else
             "published form (whole numbers ≥ 0; --raw for the raw values)")

@@ -9,9 +9,9 @@ published, and the other way round); ``raw`` chooses which form the printed tabl
 
 Two reference lines, which spend no ε and need no mechanism, show where noise drowns the
 signal (:func:`reference_rows`): **publishing zeros** (every item 0) and **one average for
-all** (every item the true average count, without noise: no flat answer does better, and
-ALPA is that plus noise). A mechanism whose error is above them publishes less than nothing
-would. They use the true counts like every other figure here: internal. Progress goes to ``progress(fraction, message)``, each finished run
+all** (every item the true average count, without noise; ALPA publishes the average of the
+counts within Δ plus noise). A mechanism whose error is above them publishes less than a
+blank or flat answer would. They use the true counts like every other figure here: internal. Progress goes to ``progress(fraction, message)``, each finished run
 to ``on_result(row)`` (the GUI streams them into its plots), and ``cancel`` is checked
 between runs, so a cancel takes effect within one run.
 """
@@ -62,6 +62,16 @@ class Comparison:
     cancelled: bool = False
     references: pd.DataFrame = field(default_factory=pd.DataFrame)  # reference_rows: one row per line and ε
     raw: bool = False  # whether the raw form is the one to rank by (``dpdesk compare --raw``)
+
+    def summary_with_references(self) -> pd.DataFrame:
+        """``summary`` and, below it, the reference lines' rows (summary.csv): exact, so their interval is the
+        value itself."""
+        if self.references.empty or self.summary.empty:
+            return self.summary
+        metrics = [m for m in self.summary["metric"].unique() if m in self.references.columns]
+        lines = summarize(self.references, metrics).dropna(subset=["mean"])
+        lines["ci_low"] = lines["ci_high"] = lines["mean"]  # no noise, no repeats
+        return pd.concat([self.summary, lines], ignore_index=True)
 
     def reference_values(self, metric: str) -> dict[str, float]:
         """{reference line: its value} of ``metric`` (empty when it has none, e.g. for cell tables)."""
@@ -171,18 +181,14 @@ def run_comparison(data, entries: list[Entry], epsilons: list[float], repeats: i
     results = pd.DataFrame(rows)
     metric_names = [c for c in results.columns if c not in ("label", "mechanism", "epsilon", "repeat", "seconds")]
     summary = summarize(results, metric_names) if rows else pd.DataFrame()
-    references = reference_rows(data, epsilons, **metric_options)
-    if rows and not references.empty:
-        lines = summarize(references, [m for m in metric_names if m in references.columns]).dropna(subset=["mean"])
-        lines["ci_low"] = lines["ci_high"] = lines["mean"]  # exact: no noise, no repeats
-        summary = pd.concat([summary, lines], ignore_index=True)
+    references = reference_rows(data, epsilons, **metric_options) if rows else pd.DataFrame()
     return Comparison(results, summary, examples, seed, cancelled, references, raw)
 
 
 def comparison_table(comparison: Comparison) -> pd.DataFrame:
     """Mean of every metric per line (mechanisms, then the references) and ε, in the form ranked by
     (``comparison.raw``): the raw form's metrics without their prefix, or the published form's."""
-    summary = comparison.summary
+    summary = comparison.summary_with_references()
     if summary.empty:
         return pd.DataFrame()
     raw = summary["metric"].str.startswith(RAW_PREFIX)
