@@ -326,9 +326,7 @@ def check_request(mechanism_id: str, epsilon, params: dict, *, dataset: str, ite
     if items is None:
         raise ParameterError(ITEMS_CHOICES_TEXT if mechanism.data_kind == "incidence" else DOMAINS_CHOICES_TEXT)
     if items.cells != (mechanism.data_kind == "cells"):
-        option = "--domains" if mechanism.data_kind == "cells" else "--items"
-        raise ParameterError(f"'{mechanism_id}' needs its domain declared with {option}. "
-                             + (DOMAINS_CHOICES_TEXT if mechanism.data_kind == "cells" else ITEMS_CHOICES_TEXT))
+        raise ParameterError(kind_mismatch(mechanism))
     declared = Declared(mechanism, eps, params, dataset, items)
     if items.kind == HOW_DISCOVERED:
         if items.cells:
@@ -345,6 +343,21 @@ def check_request(mechanism_id: str, epsilon, params: dict, *, dataset: str, ite
     ledger = ledger if ledger is not None else Ledger.open()
     ledger.check(dataset, eps, override=override_cap)  # the cap: before reading, before any noise
     return declared
+
+
+def kind_mismatch(mechanism) -> str:
+    """One sentence for a mechanism given the other shape of data (or its declaration), with the way out.
+
+    The sparse summaries (Cormode) bound a person's influence by one record, one cell: a basket
+    holds several items, for which their noise is not made. So a basket file is released with an
+    item mechanism (each person truncated to Δ items), a table of records with a summary."""
+    if mechanism.data_kind == "cells":
+        return (f"'{mechanism.id}' summarises a table in which each person is one record (one cell), declared with "
+                "--domains; a basket file, where one person holds several items, is released with an item "
+                "mechanism such as lpa or gs and --items … --bound Δ (dpdesk mechanisms lists them).")
+    return (f"'{mechanism.id}' counts the items of baskets (people × items), declared with --items; a table of "
+            "records is summarised by geometric, filter, threshold, priority, … with --domains (dpdesk mechanisms "
+            "lists them).")
 
 
 # --- how the mechanism was chosen: what the steward states, what dpdesk observed ------------------
@@ -446,6 +459,8 @@ def secure_release(data, mechanism_id: str, epsilon, params: dict, *, dataset: s
         raise ParameterError(f"'{mechanism_id}' is a non-private comparison aid and cannot be released.")
     eps = check_epsilon(epsilon)
     mechanism.validate(None, eps, params)
+    if data.kind != mechanism.data_kind:  # the file's format decided it: before any noise, nothing spent
+        raise ParameterError(kind_mismatch(mechanism))
     output_names(formats, ())  # an unknown format is refused before any noise
     ledger = ledger if ledger is not None else Ledger.open()
     fingerprint = api.content_fingerprint(data)
