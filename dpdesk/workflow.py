@@ -54,7 +54,7 @@ from .mechanisms.publish import publish, unrounded_release
 from .data.fingerprint import source_digest
 from .mechanisms.running import content_fingerprint, origin_of, run
 from .privacy.budget import BudgetSplit, check_epsilon
-from .privacy.discovery import ONE_PASS, ONE_PASS_NOTE, discover_cell_domains, discover_items, stability_histogram
+from .mechanisms.discovery import ONE_PASS, ONE_PASS_NOTE, discover_cell_domains, discover_items, stability_histogram
 from .report.export import (RAW_PREFIX, RELEASE_FORMATS, render_release, require_recorded, require_release,
                             sha256_bytes)
 from .tasks import CancelToken, ProgressFn, no_progress

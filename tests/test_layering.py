@@ -257,3 +257,13 @@ def test_the_not_yet_moved_list_holds_only_imports_that_exist():
     graph = module_graph()
     stale = [pair for pair in NOT_YET_MOVED if pair[1] not in graph.get(pair[0], {})]
     assert not stale, f"moved already: take them off NOT_YET_MOVED: {sorted(stale)}"
+
+
+def test_the_data_draws_no_noise():
+    """Private discovery is a privacy step beside the mechanisms (mechanisms/discovery.py): nothing in
+    dpdesk.data draws noise or randomness; it may only split rows for bounding (an algorithm on rows)."""
+    drawing = ("dpdesk.privacy.noise", "dpdesk.privacy.randomness", "dpdesk.privacy.exponential",
+               "dpdesk.privacy.exact", "dpdesk.mechanisms")
+    found = [f"{importer} imports {target}" for importer, targets in module_graph().items()
+             if importer.startswith("dpdesk.data") for target in targets if target.startswith(drawing)]
+    assert not found, "\n".join(found)
