@@ -42,12 +42,12 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from ..data.dataset import FINGERPRINT_BLOCK, _labels_bytes, _row_blocks, _row_digest, _sha
+from ..data.fingerprint import RowsDigest, incidence_fingerprint
 from ..privacy.bounding import BoundedRows, check_bound
 from ..privacy.randomness import RandomSource
 from ..tasks import CancelToken, ProgressFn, no_progress
 from . import queries
-from .relation import Codes, Incidence, fresh_name
+from .relation import Codes, Incidence, fresh_name, list_parts
 
 WORDS_PER_CHUNK = 1 << 20  # random words drawn at a time when a draw spans every row
 
@@ -192,10 +192,8 @@ class EngineDataset:
             if rows[0] <= last or (rows.size > 1 and np.any(np.diff(rows) <= 0)):
                 raise RuntimeError("the engine returned rows out of order")  # a bug, not bad input
             last = int(rows[-1])
-            items = batch.column(1)
-            offsets = items.offsets.to_numpy().astype(np.int64)
-            codes = items.values.to_numpy().astype(np.int64)
-            offsets = offsets - offsets[0]
+            offsets, codes = list_parts(batch.column(1))
+            codes = codes.astype(np.int64)
             columns = self._columns(codes[: offsets[-1]]) if offsets[-1] else np.zeros(0, np.int64)
             if self.mapping is not None and columns.size and np.any(columns < 0):  # pragma: no cover - projected
                 raise RuntimeError("a projected relation holds an item outside its domain")
@@ -273,7 +271,7 @@ class EngineDataset:
         try:
             self.engine.statement(
                 f"CREATE TABLE {rel} AS SELECT b.row AS row, coalesce(h.items, []::BIGINT[]) AS items FROM "
-                f"{self.relation} b LEFT JOIN (SELECT c.row, LIST_SORT(LIST(m.col)) AS items FROM (SELECT row, "
+                f"{self.relation} b LEFT JOIN (SELECT c.row, LIST_SORT(LIST(DISTINCT m.col)) AS items FROM (SELECT row, "
                 f"UNNEST(items) AS code FROM {self.relation}) c JOIN {name} m ON c.code = m.code GROUP BY c.row) h "
                 f"ON b.row = h.row ORDER BY b.row", message="Applying the declared item list")
             lost = self.engine.execute(
@@ -297,6 +295,10 @@ class EngineDataset:
             "declared items nobody has": int(size - present.sum())})
         return projected
 
+    def prepare_bounding(self, bound, cancel: CancelToken | None = None, progress: ProgressFn = no_progress):
+        """Counts of the rows within Δ (here) and the rows over Δ (fetched): :func:`prepare_bounding`."""
+        return prepare_bounding(self, bound, cancel, progress)
+
     # -- identity --------------------------------------------------------------------------
     @cached_property
     def fingerprint(self) -> str:
@@ -305,18 +307,12 @@ class EngineDataset:
             raise RuntimeError("the fingerprint is of the data as read, before projection")  # api uses origin
         if self.incidence.fingerprint is not None:  # stored by dpdesk convert (baskets.seal_baskets)
             return self.incidence.fingerprint
-        lanes = np.zeros(3, dtype=np.uint64)
+        digest = RowsDigest()
         for rows, offsets, columns in self._row_batches(queries.rows_longer(
                 self.relation, -1, ordered=self.engine.kind != "duckdb"), None):
-            for first, last in _row_blocks(offsets, FINGERPRINT_BLOCK):
-                lanes += _row_digest(offsets[first:last + 1], columns, None, None)
-        parts = [
-            b"dpdesk-incidence-v2",
-            _labels_bytes(str(label) for label in self.codes.natural_labels),
-            np.array([self.n_rows, self.nnz, 1], dtype="<i8").tobytes(),
-            lanes.astype("<u8").tobytes(),
-        ]
-        return _sha(*parts)
+            digest.add(offsets, columns)
+        return incidence_fingerprint((str(label) for label in self.codes.natural_labels), self.n_rows, self.nnz,
+                                     True, digest)
 
 
 def _increasing(values: np.ndarray) -> bool:

@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QFormLayout, QGroupBox, QLineEdit, QPushButton, QV
 
 from .. import mechanisms as registry
 from ..errors import DpdeskError, ParameterError
-from ..evaluation import planner
+from ..privacy import planner
 from .configure_page import expected_error
 from .state import AppState
 from .widgets import Banner, DecimalSpinBox, PlotPanel, ResponsiveRow, explanation, heading

@@ -27,8 +27,10 @@ from dpdesk.errors import BudgetError, LedgerError, ParameterError
 from dpdesk.mechanisms.counts import LPA
 from dpdesk.privacy.ledger import DEFAULT_CAP, GENESIS_HASH, HEAD_FILE, Ledger, entry_hash
 from dpdesk.privacy.randomness import SecureRandom
-from dpdesk.report.export import sha256_bytes
+from dpdesk.report.export import sha256_bytes, verify_export
 from dpdesk.workflow import release_to_files
+
+from tests.secure_run import secure_run
 
 REPO = Path(__file__).resolve().parents[2]
 HASH = "ab" * 32
@@ -47,7 +49,7 @@ def small_data(name="small", seed=0, rows=60, items=8, prefix="i"):
 
 
 def secure_release(data, epsilon=0.25, bound=3, dataset=None):
-    release = dpdesk.release(data, "lpa", epsilon=epsilon, bound=bound)
+    release = secure_run(data, "lpa", epsilon=epsilon, bound=bound)
     release.dataset_name = dataset or data.name
     return release
 
@@ -474,7 +476,7 @@ def test_exports_are_checked_against_the_ledger(dpdesk_home, data, tmp_path, cap
     assert "another ledger" in capsys.readouterr().err
     # ... and a changed release file is caught too
     (out / "release.csv").write_text("item,noisy_count\ni0,1\n")
-    assert "changed after it was exported" in Ledger.open().verify_export(out)
+    assert "changed after it was exported" in verify_export(Ledger.open(), out)
 
 
 def test_a_recorded_release_is_exported_again_without_new_noise(dpdesk_home, data, tmp_path, monkeypatch,
@@ -539,7 +541,8 @@ def test_kill_inside_the_record_transaction_leaves_the_ledger_consistent(dpdesk_
 
         module._advance_head = advance_then_hang
         data = dpdesk.declare(dpdesk.load({str(csv)!r}, name="small"), "from-data", items_are_public=True)
-        release = dpdesk.release(data, "lpa", epsilon=0.25, bound=3)
+        from dpdesk.mechanisms.running import run
+        release = run(data, "lpa", 0.25, {{"bound": 3}})
         Ledger.open().record(release, data.origin.fingerprint, {{"release.csv": "{HASH}"}})
     """, dpdesk_home)
     read_until(process, "inside-transaction")
