@@ -2,14 +2,10 @@
 1280 × 800 and a 1024 × 768 screen give (less the window manager's decorations), with the first-run
 guide closed and open, a long dataset name, a comparison drawn in every plot, a release on screen and
 the budget over its cap — for people × items data and for a table of cells. tests/gui/layout_check.py
-says what counts as a problem."""
+says what counts as a problem; the Help window's size is checked with the main window's, in
+test_window_fits_screen.py."""
 
 from __future__ import annotations
-
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 from PySide6.QtCore import QRect, QSize
@@ -146,36 +142,6 @@ def test_the_guide_scrolls_to_what_it_points_at(qtbot, dpdesk_home, data_dir):
         for target in guide.targets(page)[:1]:  # the first control a step speaks of is in view
             assert not target.visibleRegion().isEmpty(), (page, target.accessibleName())
     window.state.dirty = False
-
-
-OPEN_HELP = """
-import json
-from dpdesk.gui.app import make_app
-from dpdesk.gui.main_window import MainWindow
-app = make_app()
-window = MainWindow()
-window.show()
-help = window.show_help()
-app.processEvents()
-screen = help.screen().availableGeometry()
-frame = help.frameGeometry()
-print(json.dumps({"screen": [screen.x(), screen.y(), screen.width(), screen.height()],
-                  "frame": [frame.x(), frame.y(), frame.width(), frame.height()]}))
-"""
-
-
-@pytest.mark.parametrize("width, height", [(1280, 800), (1024, 600)])
-def test_the_help_window_fits_the_screen(tmp_path, width, height):
-    config = tmp_path / "screens.json"
-    config.write_text(json.dumps({"windowFrameMargins": True, "screens": [
-        {"name": "small", "x": 0, "y": 0, "width": width, "height": height, "logicalDpi": 96, "dpr": 1}]}))
-    env = {**os.environ, "QT_QPA_PLATFORM": f"offscreen:configfile={config}", "DPDESK_HOME": str(tmp_path / "home")}
-    run = subprocess.run([sys.executable, "-c", OPEN_HELP], env=env, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    geometry = json.loads(run.stdout.strip().splitlines()[-1])
-    sx, sy, sw, sh = geometry["screen"]
-    fx, fy, fw, fh = geometry["frame"]
-    assert sx <= fx and sy <= fy and fx + fw <= sx + sw and fy + fh <= sy + sh, geometry
 
 
 def test_the_layout_check_sees_a_clipped_label_and_a_page_that_scrolls_sideways(qtbot, dpdesk_home):

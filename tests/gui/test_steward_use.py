@@ -152,35 +152,39 @@ def test_a_project_brings_its_own_declarations_not_those_of_the_dataset_before(c
 
 # --- 3. numbers in the steward's locale ------------------------------------------------------------
 
-@pytest.mark.parametrize("locale, typed, value", [
-    ("C", "1,5", 1.5), ("C", "1.5", 1.5), ("C", "0,25", 0.25), ("en_US", "1,5", 1.5),
-    ("de_DE", "1,5", 1.5), ("de_DE", "1.5", 1.5), ("de_DE", "0,25", 0.25), ("fr_FR", "1,5", 1.5)])
-def test_a_decimal_comma_or_point_is_read_as_one(qtbot, locale, typed, value):
+def epsilon_box(qtbot, locale: str) -> DecimalSpinBox:
+    """A number box as the ε boxes are, in ``locale``, holding 0.6931."""
     box = DecimalSpinBox()
     qtbot.addWidget(box)
     box.setLocale(QLocale(locale))
     box.setDecimals(4)
     box.setRange(0.01, 10)
     box.setValue(0.6931)
+    return box
+
+
+def type_into(box, typed: str) -> None:
+    """Select what the box shows, type ``typed`` over it and press Enter, as the steward does."""
     box.lineEdit().selectAll()
     QTest.keyClicks(box, typed)
     QTest.keyClick(box, Qt.Key_Return)
+
+
+@pytest.mark.parametrize("locale, typed, value", [
+    ("C", "1,5", 1.5), ("C", "1.5", 1.5), ("C", "0,25", 0.25), ("en_US", "1,5", 1.5),
+    ("de_DE", "1,5", 1.5), ("de_DE", "1.5", 1.5), ("de_DE", "0,25", 0.25), ("fr_FR", "1,5", 1.5)])
+def test_a_decimal_comma_or_point_is_read_as_one(qtbot, locale, typed, value):
+    box = epsilon_box(qtbot, locale)
+    type_into(box, typed)
     assert box.value() == pytest.approx(value) and box.refusal == ""
 
 
 @pytest.mark.parametrize("locale, typed", [("C", "1,000"), ("en_US", "2,500"), ("de_DE", "1.000")])
 def test_a_number_with_two_readings_is_refused_in_words(qtbot, locale, typed):
-    box = DecimalSpinBox()
-    qtbot.addWidget(box)
-    box.setLocale(QLocale(locale))
-    box.setDecimals(4)
-    box.setRange(0.01, 10)
-    box.setValue(0.6931)
+    box = epsilon_box(qtbot, locale)
     refusals = []
     box.refused.connect(refusals.append)
-    box.lineEdit().selectAll()
-    QTest.keyClicks(box, typed)
-    QTest.keyClick(box, Qt.Key_Return)
+    type_into(box, typed)
     assert box.value() == pytest.approx(0.6931)  # kept, not 1.0 on the way
     assert refusals and "can be read two ways" in refusals[0] and typed in refusals[0]
 
@@ -200,17 +204,13 @@ def test_epsilon_typed_with_a_comma_on_configure_and_release(chess_window, qtbot
     spin = window.configure_page.epsilon.spin
     spin.setLocale(QLocale("C"))
     spin.setFocus()
-    spin.lineEdit().selectAll()
-    QTest.keyClicks(spin, "1,5")
-    QTest.keyClick(spin, Qt.Key_Return)
+    type_into(spin, "1,5")
     assert window.state.epsilon == pytest.approx(1.5)
     window.show_page("release")
     release = window.release_page.epsilon
     assert release.value() == pytest.approx(1.5)
     release.setLocale(QLocale("C"))
-    release.lineEdit().selectAll()
-    QTest.keyClicks(release, "0,8")
-    QTest.keyClick(release, Qt.Key_Return)
+    type_into(release, "0,8")
     assert window.state.epsilon == pytest.approx(0.8) and window.configure_page.epsilon.value() == pytest.approx(0.8)
 
 
