@@ -1,4 +1,9 @@
-"""GUI tests: modal dialogs must never block a test. They are recorded instead."""
+"""GUI tests: modal dialogs must never block a test. They are recorded instead.
+
+A test waits for work on a worker until its own signal says it is done (``qtbot.waitUntil`` on the
+state it sets), never for a fixed time. The limit of such a wait, ``WORK`` (and ``WORK_SECONDS`` for a
+child process), only turns a hang into a failure: it is far above what any step takes on a loaded
+machine, and below pytest-timeout's limit for the whole test (pyproject.toml)."""
 
 import gc
 import threading
@@ -21,6 +26,10 @@ def click(qtbot, widget) -> None:
     where = QPoint(8, widget.height() // 2) if isinstance(widget, (QRadioButton, QCheckBox)) else widget.rect().center()
     qtbot.mouseClick(widget, Qt.LeftButton, pos=where)
 
+
+
+WORK_SECONDS = 600
+WORK = WORK_SECONDS * 1000  # milliseconds, for qtbot.waitUntil
 
 
 @pytest.fixture(autouse=True)

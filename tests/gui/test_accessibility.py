@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QAbstractButton, QAbstractItemView, QAbstractSlid
 from dpdesk.data.domain import HOW_DISCOVERED, HOW_LIST, HOW_PUBLIC_DATA, HOW_RANGE
 from dpdesk.gui.main_window import PAGE_KEYS
 from dpdesk.gui.widgets import ThemedPlot
+from tests.gui.conftest import WORK
 
 CONTROLS = (QAbstractButton, QComboBox, QAbstractSpinBox, QLineEdit, QAbstractSlider, QAbstractItemView, QTabBar,
             QScrollArea)
@@ -44,7 +45,7 @@ def ready_window(chess_window, qtbot, held_comparison):
     page.repeats.setValue(2)
     held_comparison.release()
     page.run()
-    qtbot.waitUntil(lambda: window.state.comparison is not None and not page.task.running, timeout=120_000)
+    qtbot.waitUntil(lambda: window.state.comparison is not None and not page.task.running, timeout=WORK)
     window.start_guide()
     return window
 

@@ -9,8 +9,8 @@ from PySide6.QtCore import Qt
 import dpdesk
 from dpdesk.data.domain import DomainDeclaration
 from dpdesk.gui.compare_page import LOG_BAND_FLOOR_RATIO, STANDIN_BANNER, TRUE_DATA_BANNER, log_band, mean_interval
-from tests.gui.conftest import click
 from tests.gui.test_app import tick
+from tests.gui.conftest import WORK, click
 
 
 @pytest.fixture
@@ -25,9 +25,9 @@ def run(window, qtbot, dialogs):
     page.epsilons.setText("0.1, 1")
     page.repeats.setValue(2)
     qtbot.mouseClick(page.run_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: len(window.state.comparison_runs) > before or bool(dialogs), timeout=120_000)
+    qtbot.waitUntil(lambda: len(window.state.comparison_runs) > before or bool(dialogs), timeout=WORK)
     assert not dialogs, dialogs
-    qtbot.waitUntil(lambda: not page.task.running, timeout=10_000)
+    qtbot.waitUntil(lambda: not page.task.running, timeout=WORK)
 
 
 def test_the_default_is_a_stand_in(window, qtbot, dialogs, monkeypatch):

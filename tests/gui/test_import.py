@@ -19,6 +19,7 @@ from dpdesk.gui import wizard as wizard_module
 from dpdesk.gui.wizard import PREVIEW_COLUMNS, ImportWizard
 
 from ..data.survey_files import KINDS, LABELLED, expected_items, write
+from tests.gui.conftest import WORK
 
 
 def big_fimi(path, rows: int, seed: int = 5) -> None:
@@ -57,7 +58,7 @@ def wizard_for(qtbot):
 def to_format_page(qtbot, wizard) -> None:
     wizard.next()
     qtbot.waitUntil(lambda: wizard.currentPage() is wizard.format_page or wizard.file_page.problem.isVisible(),
-                    timeout=30_000)
+                    timeout=WORK)
     assert wizard.currentPage() is wizard.format_page, wizard.file_page.problem.text()
 
 
@@ -73,7 +74,7 @@ def test_a_large_file_is_read_on_a_worker_and_cancel_stops_it(qtbot, wizard_for,
     wizard = wizard_for(path)
     wizard.next()
     assert wizard.currentPage() is wizard.file_page and wizard.file_page.looking  # on a worker, not in Next
-    qtbot.waitUntil(lambda: wizard.currentPage() is wizard.format_page, timeout=30_000)
+    qtbot.waitUntil(lambda: wizard.currentPage() is wizard.format_page, timeout=WORK)
     # the preview comes from the head: the 2,000-item first basket shows its first columns only
     assert wizard.format_page.table.columnCount() == PREVIEW_COLUMNS + 1
     assert wizard.format_page.table.rowCount() == 20
@@ -85,7 +86,7 @@ def test_a_large_file_is_read_on_a_worker_and_cancel_stops_it(qtbot, wizard_for,
     held.wait_reached()
     qtbot.mouseClick(page.cancel_button, Qt.LeftButton)
     held.release()  # the read goes on, sees the cancel at its next check and stops
-    qtbot.waitUntil(lambda: not page.task.running, timeout=60_000)
+    qtbot.waitUntil(lambda: not page.task.running, timeout=WORK)
     assert wizard.dataset is None and not page.isComplete()
     assert "cancelled" in page.status.text()
     # Back and Next again: this time it is read to the end, its progress shown as it goes
@@ -93,7 +94,7 @@ def test_a_large_file_is_read_on_a_worker_and_cancel_stops_it(qtbot, wizard_for,
     shown = []
     wizard.next()
     page.task.progress.connect(lambda fraction, _message: shown.append(fraction))
-    qtbot.waitUntil(lambda: wizard.dataset is not None or page.problem.isVisible(), timeout=300_000)
+    qtbot.waitUntil(lambda: wizard.dataset is not None or page.problem.isVisible(), timeout=WORK)
     assert wizard.dataset is not None, page.problem.text()
     assert wizard.dataset.n_rows == 1_500_000
     assert shown and page.progress.value() == page.progress.maximum()
@@ -109,7 +110,7 @@ def test_cancel_while_the_file_is_looked_at(qtbot, wizard_for, tmp_path, hold):
     assert page.looking and not page.isComplete()  # Next is off while it looks
     qtbot.mouseClick(page.cancel_button, Qt.LeftButton)
     held.release()  # the look starts with the cancel already asked for, and stops at its first check
-    qtbot.waitUntil(lambda: not page.looking, timeout=60_000)
+    qtbot.waitUntil(lambda: not page.looking, timeout=WORK)
     assert wizard.currentPage() is page and "Stopped" in page.status.text()
     assert page.isComplete() and not page.cancel_button.isVisible()
     to_format_page(qtbot, wizard)  # Next again looks again, to the end
@@ -137,7 +138,7 @@ def test_each_format_through_the_wizard(qtbot, wizard_for, tmp_path, kind):
     choose(mapping.person, "person")
     choose(mapping.item, "item")
     wizard.next()
-    qtbot.waitUntil(lambda: wizard.dataset is not None or wizard.summary_page.problem.isVisible(), timeout=30_000)
+    qtbot.waitUntil(lambda: wizard.dataset is not None or wizard.summary_page.problem.isVisible(), timeout=WORK)
     assert wizard.dataset is not None, wizard.summary_page.problem.text()
     assert sorted(map(str, wizard.dataset.item_labels)) == expected_items(kind)
     settings = wizard.settings()
@@ -149,7 +150,7 @@ def test_each_format_through_the_wizard(qtbot, wizard_for, tmp_path, kind):
     choose(page.format, "Records — one row per person with attributes (e.g. census microdata)")
     wizard.next()
     wizard.next()
-    qtbot.waitUntil(lambda: wizard.dataset is not None or wizard.summary_page.problem.isVisible(), timeout=30_000)
+    qtbot.waitUntil(lambda: wizard.dataset is not None or wizard.summary_page.problem.isVisible(), timeout=WORK)
     labels = set(map(str, wizard.dataset.item_labels))
     assert "region=Zürich" in labels and "region=" in labels
     if kind in LABELLED:
@@ -165,7 +166,7 @@ def test_a_missing_item_names_its_row_in_the_wizard(qtbot, wizard_for, tmp_path)
     choose(wizard.mapping_page.person, "person")
     choose(wizard.mapping_page.item, "region")
     wizard.next()
-    qtbot.waitUntil(lambda: wizard.summary_page.problem.isVisible(), timeout=30_000)
+    qtbot.waitUntil(lambda: wizard.summary_page.problem.isVisible(), timeout=WORK)
     text = wizard.summary_page.problem.text()
     assert "survey.sav, row 4, column 'region': the item is missing" in text
 
@@ -177,7 +178,7 @@ def test_a_damaged_file_is_named_on_the_first_page(qtbot, wizard_for, tmp_path, 
     path.write_bytes(good[:64] + bytes(range(256)) * 8)
     wizard = wizard_for(path)
     wizard.next()
-    qtbot.waitUntil(lambda: wizard.file_page.problem.isVisible(), timeout=30_000)
+    qtbot.waitUntil(lambda: wizard.file_page.problem.isVisible(), timeout=WORK)
     text = wizard.file_page.problem.text()
     assert wizard.currentPage() is wizard.file_page
     assert text.startswith(f"damaged.{kind}: ") and "damaged" in text and "\n" not in text
@@ -207,7 +208,7 @@ def test_choosing_another_sheet_guesses_its_layout_again(qtbot, wizard_for, tmp_
     assert [page.table.horizontalHeaderItem(k).text() for k in range(2)] == ["customer", "product"]
     wizard.next()
     wizard.next()
-    qtbot.waitUntil(lambda: wizard.dataset is not None or wizard.summary_page.problem.isVisible(), timeout=30_000)
+    qtbot.waitUntil(lambda: wizard.dataset is not None or wizard.summary_page.problem.isVisible(), timeout=WORK)
     assert sorted(map(str, wizard.dataset.item_labels)) == ["café", "thé"]
     assert wizard.settings()["sheet"] == "Table"
 
@@ -235,11 +236,11 @@ def test_a_file_over_the_engine_threshold_goes_to_duckdb_from_the_wizard_and_can
     held.wait_reached()
     qtbot.mouseClick(page.cancel_button, Qt.LeftButton)
     held.release()
-    qtbot.waitUntil(lambda: not page.task.running, timeout=60_000)
+    qtbot.waitUntil(lambda: not page.task.running, timeout=WORK)
     assert wizard.dataset is None and "cancelled" in page.status.text()
     wizard.back()
     wizard.next()
-    qtbot.waitUntil(lambda: wizard.dataset is not None or page.problem.isVisible(), timeout=120_000)
+    qtbot.waitUntil(lambda: wizard.dataset is not None or page.problem.isVisible(), timeout=WORK)
     data = wizard.dataset
     assert data is not None, page.problem.text()
     assert getattr(data, "engine", None) is not None  # read by the engine, not into memory
@@ -292,9 +293,9 @@ def test_opening_a_project_reads_its_data_on_a_worker_with_cancel(qtbot, tmp_pat
     held.wait_reached()
     window.project_task.cancel()
     held.release()
-    qtbot.waitUntil(lambda: not window.project_task.running, timeout=60_000)
+    qtbot.waitUntil(lambda: not window.project_task.running, timeout=WORK)
     assert window.state.dataset is None and "cancelled" in window.statusBar().currentMessage()
     window.open_project(str(project))
-    qtbot.waitUntil(lambda: window.state.dataset is not None, timeout=300_000)
+    qtbot.waitUntil(lambda: window.state.dataset is not None, timeout=WORK)
     assert window.state.dataset.n_rows == 1_000_000 and window.state.project_path.name == "p.dpdesk"
     window.state.dirty = False

@@ -18,6 +18,7 @@ from dpdesk.gui.widgets import fitted_geometry
 from dpdesk.privacy.ledger import Ledger
 
 from .layout_check import layout_problems
+from tests.gui.conftest import WORK
 
 SCREENS = [(1280, 800), (1024, 768)]
 LONG_NAME = "retail_shoppers_of_the_copenhagen_region_all_stores_2019-2025"
@@ -80,11 +81,11 @@ def compare_and_release(window, qtbot, dialogs):
     compare.epsilons.setText("0.1, 0.69, 2")
     compare.repeats.setValue(2)
     compare.run()
-    qtbot.waitUntil(lambda: window.state.comparison is not None and not compare.task.running, timeout=120_000)
+    qtbot.waitUntil(lambda: window.state.comparison is not None and not compare.task.running, timeout=WORK)
     release = window.release_page
     release.confirm = lambda text: True
     release.run()
-    qtbot.waitUntil(lambda: window.state.release is not None or bool(dialogs), timeout=120_000)
+    qtbot.waitUntil(lambda: window.state.release is not None or bool(dialogs), timeout=WORK)
     assert not dialogs, dialogs
     # the next release would go over the cap: the warning and the override are on screen
     Ledger.open().set_cap(window.state.dataset_name, 0.5, "layout test: over the cap")

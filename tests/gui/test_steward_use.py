@@ -21,6 +21,7 @@ from dpdesk.data.domain import DomainDeclaration
 from dpdesk.errors import ParameterError
 from dpdesk.gui.compare_page import format_epsilons, parse_epsilons
 from dpdesk.gui.widgets import DecimalSpinBox, decimal_reading
+from tests.gui.conftest import WORK
 
 
 
@@ -110,7 +111,7 @@ def test_a_new_dataset_starts_from_its_own_declarations(chess_window, qtbot, mon
     release.mechanism.setCurrentIndex(release.mechanism.findData("lpa"))
     release.confirm = lambda text: True
     release.run()
-    qtbot.waitUntil(lambda: state.release is not None or bool(dialogs), timeout=60_000)
+    qtbot.waitUntil(lambda: state.release is not None or bool(dialogs), timeout=WORK)
     assert not dialogs, dialogs
     assert "release 1 of chess (ledger entry #2)" in release.status.text()
     # another dataset: nothing of chess's declarations, release or page comes with it
@@ -143,7 +144,7 @@ def test_a_project_brings_its_own_declarations_not_those_of_the_dataset_before(c
     window.configure_page.typical.setValue(5)
     window.open_project(str(project))
     qtbot.waitUntil(lambda: window.state.dataset is not None and window.state.dataset_name == "retail",
-                    timeout=60_000)
+                    timeout=WORK)
     state = window.state
     assert state.bound is None and state.typical_row_length is None
     assert state.epsilon == pytest.approx(math.log(2), abs=1e-4)
@@ -260,7 +261,7 @@ def test_ctrl_r_runs_the_release_on_the_release_page_and_the_comparison_elsewher
     held_comparison.started.wait(60)
     window.compare_page.cancel()
     held_comparison.release()
-    qtbot.waitUntil(lambda: not window.compare_page.task.running, timeout=30_000)
+    qtbot.waitUntil(lambda: not window.compare_page.task.running, timeout=WORK)
 
 
 def test_ctrl_r_on_a_release_page_that_cannot_run_says_why(chess_window, qtbot):
@@ -303,7 +304,7 @@ def test_use_the_recommendation_on_a_cell_table_leaves_only_mechanisms_that_run(
     assert not dialogs, dialogs
     assert not compare.skipped.isVisible()  # nothing left out
     held_comparison.release()
-    qtbot.waitUntil(lambda: not compare.task.running, timeout=120_000)
+    qtbot.waitUntil(lambda: not compare.task.running, timeout=WORK)
     assert not dialogs, dialogs
     assert set(window.state.comparison.results["mechanism"]) == ticked
 
@@ -331,7 +332,7 @@ def test_keep_working_keeps_the_comparison_running(chess_window, qtbot, held_com
     assert asked == [["a comparison"]]
     assert window.isVisible() and page.task.running and not page.task.token.cancelled
     held_comparison.release()
-    qtbot.waitUntil(lambda: not page.task.running, timeout=120_000)
+    qtbot.waitUntil(lambda: not page.task.running, timeout=WORK)
     assert not window.state.comparison.cancelled  # it ran to the end
 
 
@@ -346,7 +347,7 @@ def test_cancel_in_the_save_question_stops_nothing(chess_window, qtbot, held_com
     assert not window.close()
     assert window.isVisible() and page.task.running and not page.task.token.cancelled
     held_comparison.release()
-    qtbot.waitUntil(lambda: not page.task.running, timeout=120_000)
+    qtbot.waitUntil(lambda: not page.task.running, timeout=WORK)
 
 
 def test_stop_and_quit_returns_at_once_and_closes_when_the_comparison_has_stopped(chess_window, qtbot,
@@ -367,5 +368,5 @@ def test_stop_and_quit_returns_at_once_and_closes_when_the_comparison_has_stoppe
     assert window.isVisible() and page.task.token.cancelled
     assert "closes when it has stopped" in window.statusBar().currentMessage()
     held_comparison.release()  # the worker sees the cancel at its next check
-    qtbot.waitUntil(lambda: not window.isVisible(), timeout=30_000)
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=WORK)
     assert not page.task.running

@@ -18,6 +18,7 @@ OPEN_WINDOW = """
 import json, sys
 from dpdesk.gui.app import make_app
 from dpdesk.gui.main_window import MainWindow
+from tests.gui.conftest import WORK_SECONDS
 app = make_app()
 window = MainWindow()
 window.show()
@@ -38,7 +39,7 @@ def opened_on_a_screen(tmp_path, width: int, height: int, *args) -> tuple:
         {"name": "small", "x": 0, "y": 0, "width": width, "height": height, "logicalDpi": 96, "dpr": 1}]}))
     env = {**os.environ, "QT_QPA_PLATFORM": f"offscreen:configfile={config}", "DPDESK_HOME": str(tmp_path / "home")}
     run = subprocess.run([sys.executable, "-c", OPEN_WINDOW, *args], env=env, capture_output=True, text=True,
-                         timeout=120)
+                         timeout=WORK_SECONDS)
     assert run.returncode == 0, run.stderr
     geometry = json.loads(run.stdout.strip().splitlines()[-1])
     return geometry["screen"], geometry["frame"]
