@@ -183,9 +183,12 @@ def cmd_inspect(args) -> int:
         print(json.dumps({**{k: summary[k] for k in keys}, "fingerprint": data.fingerprint}))
         return 0
     print(f"{data.describe()}  [format: {data.source.get('format')}]")
-    if data.source.get("person column") is not None:  # taken by position unless named: say which
+    if data.source.get("item column") is not None:  # taken by position unless named: say which
         print(f"  read as pairs: person = column '{data.source['person column']}', "
               f"item = column '{data.source['item column']}'")
+    elif data.source.get("person column") is not None:
+        print(f"  read as records: one person = one value of column '{data.source['person column']}' (their "
+              "rows taken together)")
     labels = {
         "rows": "rows (people)", "columns": "columns (items)" if data.kind == "incidence" else "columns (cells, m)",
         "nonzeros": "non-zeros", "density": "density", "max_row_count": "max row count",
