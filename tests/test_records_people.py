@@ -93,6 +93,12 @@ def test_named_columns_without_the_identifier_publish_no_identifier(tmp_path, dp
     assert "One person is one row of the data file: nobody appears on more than one row." in report
     assert "values in the data file's columns are public" in report
     assert "column 3" not in report and "fnlwgt" not in report and "product catalogue" not in report
+    # words for a reader: who can check the ledger, and what "not clipped" means for whole numbers
+    assert "ledger verify" not in report and "The data steward keeps this ledger" in report
+    assert "A reader can check each file against its checksum below" in report
+    assert "never below 0 all the same" not in report
+    assert "Set negative counts to 0 clamp no, not by the mechanism; the published whole numbers are not below 0, " \
+           "because a value below 0 is published as 0" in report
 
 
 def test_an_identifier_named_explicitly_is_published_with_a_warning(tmp_path, dpdesk_home, capsys):
