@@ -7,6 +7,7 @@ commands `dpdesk gui` prints without a display run as they are copied."""
 
 from __future__ import annotations
 
+import gzip
 import html
 import json
 import os
@@ -40,8 +41,11 @@ def words(path) -> str:
 
 # -- the identifier flag -------------------------------------------------------------------------------------
 def test_the_flag_is_nearly_all_distinct_on_the_first_rows():
-    assert identifier_like([str(k) for k in range(25)])
-    assert not identifier_like([str(k) for k in range(19)])  # too few values to tell
+    assert identifier_like([str(k) for k in range(50)])
+    assert not identifier_like([str(k) for k in range(49)])  # too few values to tell
+    # Adult's first 50 rows: 32 ages (64%), 50 weights (fnlwgt)
+    head = [line.split(", ") for line in gzip.open(ADULT, "rt").read().splitlines()[:50]]
+    assert not identifier_like([row[0] for row in head]) and identifier_like([row[2] for row in head])
     assert not identifier_like([str(k % 70) for k in range(IDENTIFIER_SAMPLE)])  # ages: 7% distinct
     assert not identifier_like([str(k) for k in range(85)] + ["x"] * 15)  # 86 of 100: below 90%
     assert identifier_like([str(k) for k in range(90)] + ["x"] * 10)  # 91 of 100
@@ -49,7 +53,7 @@ def test_the_flag_is_nearly_all_distinct_on_the_first_rows():
     assert identifier_like([str(k) for k in range(IDENTIFIER_SAMPLE)] + ["x"] * 10 * IDENTIFIER_SAMPLE)
     # empty values are not values
     assert not identifier_like([""] * 100 + [str(k) for k in range(10)])
-    looks = look_at_columns(["id", "sex"], [[str(k), "FM"[k % 2]] for k in range(40)])
+    looks = look_at_columns(["id", "sex"], [[str(k), "FM"[k % 2]] for k in range(60)])
     assert [look.identifier for look in looks] == [True, False] and looks[1].samples == ["F", "M"]
 
 

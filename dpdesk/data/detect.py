@@ -40,8 +40,9 @@ MATRIX_SHARE = 0.75
 #: rows looked at to tell whether a column looks like an identifier: the first ones, which the import
 #: wizard sees in the file's head as well as the importer does in the whole table
 IDENTIFIER_SAMPLE = 1000
-#: filled values needed before a column can be called an identifier (fewer tell nothing)
-IDENTIFIER_MIN_VALUES = 20
+#: filled values needed before a column can be called an identifier: in fewer, an attribute with a few dozen
+#: values (ages) is mostly distinct too (the 20-row previews of workbooks and data files tell nothing)
+IDENTIFIER_MIN_VALUES = 50
 #: share of distinct values among a column's filled values from which it looks like an identifier
 IDENTIFIER_SHARE = 0.9
 #: sample values a column shows in the import wizard
