@@ -258,3 +258,18 @@ def test_the_commands_shown_without_a_display_run_as_copied(tmp_path):
                              timeout=600)
         assert run.returncode == 0, f"{command}\n{run.stderr}"
     assert (tmp_path / "release" / "release.csv").is_file() and (tmp_path / "results" / "summary.csv").is_file()
+
+
+def test_a_project_keeps_the_named_columns_the_counted_ones_and_the_person(tmp_path):
+    from dpdesk.project import Project
+
+    options = {"header": True, "item_columns": [1, 2], "person": 0, "column_names": None}
+    project = Project(data={"path": str(visits(tmp_path / "v.csv")), "format": "records", "options": options})
+    again = Project.load(project.save(tmp_path / "p.dpdesk"))
+    data = again.load_data()
+    assert data.n_rows == 40 and data.source["person column"] == "patient"
+    names = ADULT_NAMES.split(",")
+    project = Project(data={"path": str(ADULT), "format": "records",
+                            "options": {"header": False, "column_names": names, "item_columns": [0, 9]}})
+    data = Project.load(project.save(tmp_path / "a.dpdesk")).load_data()
+    assert {str(label).split("=")[0] for label in data.item_labels} == {"age", "sex"}

@@ -116,7 +116,11 @@ def read_file(path, format: str = "auto", *, engine: str = "duckdb", spark_maste
             converted = backend.folder / f"{fresh_name('converted')}.parquet"
             write_relation_baskets(local, dataset.incidence.relation, list(codes.labels), converted, cancel=cancel)
             incidence = baskets_relation(backend, converted, list(codes.labels), cancel=cancel)
-            return _owned(EngineDataset(incidence, name=name, source=record), backend)
+            converted_dataset = EngineDataset(incidence, name=name, source=dataset.source)
+            # what the table said of its columns (internal) goes with it
+            converted_dataset.likely_identifiers = dataset.likely_identifiers
+            converted_dataset.record_columns = dataset.record_columns
+            return _owned(converted_dataset, backend)
         finally:
             if local is not None:
                 local.close()
