@@ -98,3 +98,31 @@ def test_arrow_slices_are_read_at_their_offsets(data_dir, monkeypatch):
     for bound in (3, 20):
         assert np.array_equal(bounded_counts(engine, prepare_bound(engine, bound), resolve(5)),
                               bounded_counts(memory, prepare_bound(memory, bound), resolve(5)))
+
+
+# --- A: the scripting API records every secure release -------------------------------------------
+
+def test_api_releases_are_recorded_capped_and_only_recorded_ones_export(dpdesk_home, tmp_path):
+    from dpdesk.errors import BudgetError, ExportError
+    from dpdesk.mechanisms.running import run
+    from dpdesk.privacy.ledger import Ledger
+    from dpdesk.workflow import export_release
+
+    rng = np.random.default_rng(1)
+    import scipy.sparse as sp
+
+    data = dpdesk.declare(dpdesk.from_matrix(sp.csr_matrix((rng.random((200, 6)) < 0.3).astype(np.int64)),
+                                             list("abcdef"), name="clinic"), list("abcdef"))
+    releases = [dpdesk.release(data, "lpa", epsilon=1.0, bound=3) for _ in range(3)]
+    with pytest.raises(BudgetError):
+        dpdesk.release(data, "lpa", epsilon=1.0, bound=3)  # a cap of 3 is a cap of 3 from a script too
+    assert Ledger.open().totals()["clinic"].spent == pytest.approx(3.0)
+    assert [r.report["ledger"]["entry"] for r in releases] == [2, 3, 4]
+    assert all(r.report["publication"]["form"] for r in releases)  # returned as published
+    written = export_release(releases[0], data, tmp_path / "out")
+    assert (tmp_path / "out" / "release.csv") in written
+    unrecorded = run(data, "lpa", 1.0, {"bound": 3})  # a secure run the ledger never saw
+    with pytest.raises(ExportError, match="not recorded in the budget ledger"):
+        export_release(unrecorded, data, tmp_path / "never")
+    assert not (tmp_path / "never").exists()
+    assert Ledger.open().totals()["clinic"].spent == pytest.approx(3.0)
