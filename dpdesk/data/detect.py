@@ -334,10 +334,11 @@ def binary_kind(head: bytes, path) -> str | None:
 SQLITE_MAGIC = b"SQLite format 3\x00"
 SQLITE_EXPECTED = "a query on it: --sql sqlite:///FILE --query \"SELECT …\" (or Read from a database… in the app)"
 #: files that are often renamed or saved by mistake as a data file: what they are, said by their first bytes
-DOCUMENT_MAGIC = ((b"%PDF-", "a PDF document"), (b"\x89PNG\r\n\x1a\n", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"),
-                  (b"GIF87a", "a GIF image"), (b"GIF89a", "a GIF image"), (b"{\\rtf", "a Rich Text (RTF) document"),
+DOCUMENT_MAGIC = ((b"%PDF-", "a PDF document"), (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+                  (b"\xff\xd8\xff", "a JPEG image"), (b"GIF87a", "a GIF image"), (b"GIF89a", "a GIF image"), (b"{\\rtf", "a Rich Text (RTF) document"),
                   (b"%!PS", "a PostScript document"), (b"\x7fELF", "a program"), (SQLITE_MAGIC, "an SQLite database"),
-                  (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an old Microsoft Office file (a Word, Excel or PowerPoint 97–2003 file)"))
+                  (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1",
+                   "an old Microsoft Office file (a Word, Excel or PowerPoint 97–2003 file)"))
 
 
 def _sniff_sheet(path: Path, sheet=None) -> Sniffed:

@@ -395,15 +395,15 @@ def check_identifier_labels(data) -> None:
 
     names = ", ".join(f"'{name}'" for name in flagged)
     one = len(flagged) == 1
+    it, its, look = ("it", "its", "looks like an identifier") if one else ("them", "their", "look like identifiers")
     rest = [c for c in getattr(data, "record_columns", ()) if c not in flagged]
     option = "--item-columns " + (shlex.quote(",".join(rest)) if rest else "…")
     raise ParameterError(
-        f"The column{'' if one else 's'} {names} look{'s' if one else ''} like {'an identifier' if one else 'identifiers'}"
-        f": nearly every row has its own value, so the item names taken from the file would publish values that "
-        f"each single out a person. Choose the columns to count yourself — {option} on the command line, or "
-        f"tick them in the import wizard — and leave {'it' if one else 'them'} out, or name {'it' if one else 'them'} "
-        f"there to publish {'its' if one else 'their'} values all the same. "
-        "(This check read the data: it is for you only. Nothing was spent.)")
+        f"The column{'' if one else 's'} {names} {look}: nearly every row has its own value, so the item names "
+        "taken from the file would publish values that each single out a person. Choose the columns to count "
+        f"yourself — {option} on the command line, or tick them in the import wizard — and leave {it} out, or "
+        f"name {it} there to publish {its} values all the same. (This check read the data: it is for you only. "
+        "Nothing was spent.)")
 
 
 def public_data_domain(data) -> ItemDomain:

@@ -268,9 +268,9 @@ def unit_of_privacy(source: dict, kind: str = "incidence") -> dict:
     named), never from the data, so it is the same for neighbouring datasets.
     """
     fmt = source.get("format")
+    workbook = str(source.get("path", "")).lower().endswith((".xlsx", ".xlsm"))
     row = "row of the query's result" if source.get("sql") else (
-        "line of the data file" if fmt == "transactions" and not str(source.get("path", "")).endswith((".xlsx", ".xlsm"))
-        else "row of the data file")
+        "line of the data file" if fmt == "transactions" and not workbook else "row of the data file")
     person = source.get("person column")
     if fmt == "cells" or (kind == "cells" and fmt != "records"):
         return {"statement": "Each person is counted once, in one cell of the table of counts."}

@@ -704,7 +704,8 @@ def item_label(column: str, value) -> str:
     return f"{column}={value}"
 
 
-def record_item_columns(columns: list[str], item_columns=None, person=None, resolve=None) -> tuple[list[str], str | None]:
+def record_item_columns(columns: list[str], item_columns=None, person=None,
+                        resolve=None) -> tuple[list[str], str | None]:
     """(the columns whose values become items, the person column or None) of records read as items.
 
     ``item_columns`` (names or positions) are the steward's choice; without it every column but
