@@ -5,12 +5,13 @@ about and where the published list of items comes from."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QCheckBox, QComboBox, QDialog, QDialogButtonBox,
                                QFileDialog, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPlainTextEdit,
-                               QProgressBar, QPushButton, QRadioButton, QStackedWidget, QTableWidget, QTableWidgetItem,
+                               QProgressBar, QPushButton, QRadioButton, QStackedWidget, QTableView, QTableWidget,
                                QVBoxLayout, QWidget, QWizard, QWizardPage)
 
 from ..data import load
@@ -425,6 +426,116 @@ class FormatPage(QWizardPage):
         self.owner.columns = columns
 
 
+# Qt's enum members cost microseconds each to look up in PySide6: a model asked thousands of times binds them once
+_DISPLAY, _EDIT, _CHECK, _TIP = Qt.DisplayRole, Qt.EditRole, Qt.CheckStateRole, Qt.ToolTipRole
+_TEXT_ROLES = (_DISPLAY, _EDIT)
+_CHECKED, _UNCHECKED = Qt.Checked, Qt.Unchecked
+_NO_FLAGS, _EDITABLE = Qt.NoItemFlags, Qt.ItemIsEditable
+_READ_ONLY = Qt.ItemIsEnabled | Qt.ItemIsSelectable
+_CHECKABLE = _READ_ONLY | Qt.ItemIsUserCheckable
+
+
+class ColumnsModel(QAbstractTableModel):
+    """The columns of a records (or count) table: a tick, the name (editable for a file without a header
+    line), a few values and a note when the column looks like an identifier (internal: shown here only).
+
+    A model, not a QTableWidget: a file of thousands of columns is shown without an item per cell made
+    in the window's thread."""
+
+    HEADERS = ("Column", "A few of its values", "Note (only you see this)")
+    IDENTIFIER_NOTE = "⚠ looks like an identifier"
+    IDENTIFIER_TIP = ("Nearly every one of the file's first rows has its own value in this column: its values would "
+                      "single people out.")
+
+    def __init__(self):
+        super().__init__()
+        self.names: list[str] = []
+        self.values: list[str] = []
+        self.identifiers: list[bool] = []
+        self.ticks: list[bool] = []
+        self.editable = False
+        self.locked: int | None = None  # the person column: never counted
+
+    def reset(self, names: list[str], looks: list, ticks: list[bool], editable: bool) -> None:
+        self.beginResetModel()
+        self.names, self.ticks, self.editable, self.locked = list(names), list(ticks), editable, None
+        self.values = [", ".join(look.samples) + (", …" if look.samples else "(empty)") for look in looks]
+        self.identifiers = [look.identifier for look in looks]
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()):  # noqa: N802 - Qt API
+        return 0 if parent.isValid() else len(self.names)
+
+    def columnCount(self, parent=QModelIndex()):  # noqa: N802
+        return 0 if parent.isValid() else len(self.HEADERS)
+
+    def data(self, index, role=_DISPLAY):
+        if not index.isValid():
+            return None
+        row, column = index.row(), index.column()
+        if role in _TEXT_ROLES:
+            if column == 0:
+                return self.names[row]
+            if column == 1:
+                return self.values[row]
+            return self.IDENTIFIER_NOTE if self.identifiers[row] else ""
+        if role == _CHECK and column == 0:
+            return _CHECKED if self.ticks[row] else _UNCHECKED
+        if role == _TIP and column == 1:
+            return self.values[row]
+        if role == _TIP and column == 2 and self.identifiers[row]:
+            return self.IDENTIFIER_TIP
+        return None
+
+    def setData(self, index, value, role=_EDIT):  # noqa: N802
+        if not index.isValid() or index.column() != 0:
+            return False
+        if role == _CHECK:
+            if index.row() == self.locked:
+                return False
+            self.ticks[index.row()] = Qt.CheckState(value) == _CHECKED
+        elif role == _EDIT and self.editable:
+            self.names[index.row()] = str(value).strip()
+        else:
+            return False
+        self.dataChanged.emit(index, index, [role])
+        return True
+
+    def flags(self, index):
+        if not index.isValid():
+            return _NO_FLAGS
+        if index.column() != 0:
+            return _READ_ONLY
+        flags = _READ_ONLY if index.row() == self.locked else _CHECKABLE
+        return flags | _EDITABLE if self.editable else flags
+
+    def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802
+        if role == Qt.DisplayRole and orientation == Qt.Horizontal and section < len(self.HEADERS):
+            return self.HEADERS[section]
+        return None
+
+    def lock(self, row: int | None) -> None:
+        """The person column (or None): unticked, and it cannot be ticked."""
+        self.locked = row
+        if row is not None and 0 <= row < len(self.ticks):
+            self.ticks[row] = False
+        if self.names:
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self.names) - 1, 0))
+
+    # the page's and the tests' way to read and set it
+    def is_ticked(self, row: int) -> bool:
+        return self.ticks[row]
+
+    def tick(self, row: int, ticked: bool = True) -> bool:
+        return self.setData(self.index(row, 0), Qt.Checked if ticked else Qt.Unchecked, Qt.CheckStateRole)
+
+    def rename(self, row: int, name: str) -> bool:
+        return self.setData(self.index(row, 0), name, Qt.EditRole)
+
+    def note(self, row: int) -> str:
+        return self.data(self.index(row, 2)) or ""
+
+
 class MappingPage(QWizardPage):
     """Which column is what: person/item/value, id column, attributes, count — and, for records, who one
     person is, with a few values of every column and the columns that look like identifiers."""
@@ -498,9 +609,9 @@ class MappingPage(QWizardPage):
         box.addWidget(self.person_box)
         self.columns_label = QLabel("Columns — tick the ones to count:")
         box.addWidget(self.columns_label)
-        self.columns_table = QTableWidget()
-        self.columns_table.setColumnCount(3)
-        self.columns_table.setHorizontalHeaderLabels(["Column", "A few of its values", "Note (only you see this)"])
+        self.columns = ColumnsModel()
+        self.columns_table = QTableView()
+        self.columns_table.setModel(self.columns)
         self.columns_table.verticalHeader().setVisible(False)
         self.columns_table.setWordWrap(False)  # one line a column: long values are cut with "…"
         self.columns_table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 10)
@@ -508,6 +619,7 @@ class MappingPage(QWizardPage):
         header.setSectionResizeMode(0, QHeaderView.ResizeToContents)
         header.setSectionResizeMode(1, QHeaderView.Stretch)
         header.setSectionResizeMode(2, QHeaderView.ResizeToContents)
+        header.setResizeContentsPrecision(100)  # widths from the first rows: a file may have thousands
         self.columns_table.setSelectionMode(QAbstractItemView.SingleSelection)
         self.columns_table.setTabKeyNavigation(False)  # Tab leaves the table (a keyboard user is not trapped)
         self.columns_table.setAccessibleName("Columns of the table: tick the ones to count")
@@ -531,6 +643,7 @@ class MappingPage(QWizardPage):
                              (self.many_rows, "One person may appear on several rows"),
                              (self.row_person, "The column that says who is who")):
             widget.setAccessibleName(name)
+        self.columns.dataChanged.connect(lambda *_: self._say_identifiers())
         self.many_rows.toggled.connect(self._people_changed)
         self.row_person.currentIndexChanged.connect(self._people_changed)
         self.as_cells.toggled.connect(self._mode_changed)
@@ -545,7 +658,7 @@ class MappingPage(QWizardPage):
         self.stack.setCurrentIndex({"transactions": 0, "pairs": 1, "matrix": 2}.get(self.fmt, 3))
         for combo in (self.person, self.item, self.value, self.id_column, self.count, self.row_person):
             combo.clear()
-        self.columns_table.setRowCount(0)
+        self.columns.reset([], [], [], False)
         # only the widgets of this layout are filled: a wide file has thousands of columns
         if self.fmt == "pairs":
             for k, name in enumerate(columns):
@@ -589,33 +702,19 @@ class MappingPage(QWizardPage):
         self.default_names = list(columns)
         editable = self.owner.format_page.names_editable()
         self.names_note.setVisible(editable)
-        table = self.columns_table
-        table.setUpdatesEnabled(False)
-        table.setRowCount(len(columns))
-        table.setEditTriggers(QAbstractItemView.DoubleClicked | QAbstractItemView.EditKeyPressed
-                              if editable else QAbstractItemView.NoEditTriggers)
-        for k, (name, look) in enumerate(zip(columns, self.looks)):
-            entry = QTableWidgetItem(name)
-            flags = Qt.ItemIsEnabled | Qt.ItemIsSelectable | Qt.ItemIsUserCheckable
-            entry.setFlags(flags | Qt.ItemIsEditable if editable else flags)
-            counted = not look.identifier and not (self.fmt == "cells" and k == count_guess)
-            entry.setCheckState(Qt.Checked if counted else Qt.Unchecked)
-            entry.setData(Qt.UserRole, k)
-            table.setItem(k, 0, entry)
-            values = ", ".join(look.samples) + (", …" if look.samples else "(empty)")
-            for column, text, tip in ((1, values, values),
-                                      (2, "⚠ looks like an identifier" if look.identifier else "",
-                                       "Nearly every one of the file's first rows has its own value in this column: "
-                                       "its values would single people out." if look.identifier else "")):
-                cell = QTableWidgetItem(text)
-                cell.setFlags(Qt.ItemIsEnabled | Qt.ItemIsSelectable)
-                cell.setToolTip(tip)
-                table.setItem(k, column, cell)
-            self.row_person.addItem(name, k)
-        table.setUpdatesEnabled(True)
-        flagged = [look.name for look in self.looks if look.identifier]
+        self.columns_table.setEditTriggers(QAbstractItemView.DoubleClicked | QAbstractItemView.EditKeyPressed
+                                           if editable else QAbstractItemView.NoEditTriggers)
+        self.columns.reset(columns, self.looks, [not look.identifier and not (self.fmt == "cells" and k == count_guess)
+                                                 for k, look in enumerate(self.looks)], editable)
+        self.row_person.addItems(columns)
+        flagged = [k for k, look in enumerate(self.looks) if look.identifier]
         if flagged:  # a likely id column is the one that says who is who, if anyone is on several rows
-            self.row_person.setCurrentIndex(columns.index(flagged[0]))
+            self.row_person.setCurrentIndex(flagged[0])
+        self._say_identifiers()
+
+    def _say_identifiers(self) -> None:
+        """The warning above the table, with the columns' names as they are now (the steward may rename them)."""
+        flagged = [self.columns.names[k] for k, flag in enumerate(self.columns.identifiers) if flag]
         names = ", ".join(f"'{n}'" for n in flagged)
         self.identifier_note.setText(
             f"<b>{names} {'looks' if len(flagged) == 1 else 'look'} like "
@@ -623,6 +722,7 @@ class MappingPage(QWizardPage):
             "row has its own value (a record number, a name, an exact amount). Such values single people out, so "
             f"{'it is' if len(flagged) == 1 else 'they are'} left unticked: tick one only if its values are public. "
             "This is worked out from the data and shown only to you; it is never written into a public file.")
+        self.identifier_note.setAccessibleDescription(re.sub(r"<[^>]+>", "", self.identifier_note.text()))
         self.identifier_note.setVisible(bool(flagged))
 
     def _people_changed(self) -> None:
@@ -630,16 +730,7 @@ class MappingPage(QWizardPage):
         several = self.fmt == "records" and self.many_rows.isChecked()
         self.row_person.setEnabled(several)
         self.person_note.setVisible(several)
-        person = self.row_person.currentData() if several else None
-        for k in range(self.columns_table.rowCount()):
-            entry = self.columns_table.item(k, 0)
-            if entry is None:
-                continue
-            if k == person:
-                entry.setCheckState(Qt.Unchecked)
-                entry.setFlags(entry.flags() & ~Qt.ItemIsUserCheckable)
-            else:
-                entry.setFlags(entry.flags() | Qt.ItemIsUserCheckable)
+        self.columns.lock(self.person_column())
         self._mode_changed()
 
     def _mode_changed(self) -> None:
@@ -649,20 +740,17 @@ class MappingPage(QWizardPage):
 
     def ticked(self) -> list[int]:
         """Positions of the ticked columns."""
-        table = self.columns_table
-        return [table.item(k, 0).data(Qt.UserRole) for k in range(table.rowCount())
-                if table.item(k, 0).checkState() == Qt.Checked]
+        return [k for k, ticked in enumerate(self.columns.ticks) if ticked]
 
     def column_names(self) -> list[str] | None:
         """The steward's names for the columns of a file without a header line (None: not renamed)."""
-        table = self.columns_table
-        names = [table.item(k, 0).text().strip() for k in range(table.rowCount())]
+        names = list(self.columns.names)
         return names if names and names != self.default_names else None
 
     def person_column(self) -> int | None:
         """The column that says who is who, when one person may appear on several rows (records)."""
-        if self.fmt == "records" and self.many_rows.isChecked():
-            return self.row_person.currentData()
+        if self.fmt == "records" and self.many_rows.isChecked() and self.row_person.currentIndex() >= 0:
+            return self.row_person.currentIndex()
         return None
 
     def options(self) -> dict:
@@ -815,6 +903,7 @@ class SummaryPage(QWizardPage):
                 "published, such values single people out: go <b>Back</b> and untick "
                 f"{'it' if one else 'them'} unless {'its' if one else 'their'} values are public. "
                 "(Worked out from the data: for you only.)")
+        self.identifiers.setAccessibleDescription(re.sub(r"<[^>]+>", "", self.identifiers.text()))
         self.identifiers.setVisible(bool(flagged))
         self.completeChanged.emit()
 

@@ -33,10 +33,10 @@ def test_a_steward_publishes_adult_records_without_the_identifier(qtbot, dpdesk_
         assert wizard.format_page.format.currentData() == "records" and not wizard.format_page.header.isChecked()
         wizard.next()  # → the columns: fnlwgt flagged and unticked by default
         page = wizard.mapping_page
-        table = page.columns_table
-        assert table.item(2, 0).checkState() == Qt.Unchecked and "identifier" in table.item(2, 2).text()
+        columns = page.columns
+        assert not columns.is_ticked(2) and "identifier" in columns.note(2)
         for k, name in enumerate(ADULT_NAMES):
-            table.item(k, 0).setText(name)
+            assert columns.rename(k, name)
         assert page.one_row.isChecked()  # one row is one person in Adult
         wizard.next()  # → summary
         qtbot.waitUntil(lambda: wizard.dataset is not None, timeout=60_000)
