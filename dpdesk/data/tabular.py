@@ -129,7 +129,7 @@ class _Columns:
             names = list(self.given)
         else:
             names = [f.strip() for f in first] if self.header else [f"column {k + 1}" for k in range(self.width)]
-        self.names = _distinct_names(names)
+        self.names = distinct_names(names)
         chosen = self.wanted(self.names) if self.wanted is not None else None
         chosen = set(self.names if chosen is None else chosen)
         self.keep = [k for k, name in enumerate(self.names) if name in chosen]
@@ -258,7 +258,7 @@ def check_column_names(names) -> list[str]:
     return names
 
 
-def _distinct_names(names: list[str]) -> list[str]:
+def distinct_names(names: list[str]) -> list[str]:
     """Column names made distinct (``a``, ``a.1``), as pandas would."""
     seen: dict[str, int] = {}
     result = []
@@ -488,7 +488,7 @@ def _read_parquet(source: Source, budget: MemoryBudget, wanted=None) -> Table:
     parquet = _parquet_file(source, budget)
     path = source.path
     try:
-        names = _distinct_names([str(name) for name in parquet.schema_arrow.names])
+        names = distinct_names([str(name) for name in parquet.schema_arrow.names])
         keep = wanted(names) if wanted is not None else None
         keep = names if keep is None else [n for n in names if n in set(keep)]
         n_rows = int(parquet.metadata.num_rows)
