@@ -19,7 +19,10 @@ try:  # POSIX
     import fcntl
 except ImportError:  # Windows
     fcntl = None
-    import msvcrt
+try:  # Windows (imported on its own, so that this module imports everywhere and a system
+    import msvcrt  # with neither is told so when it locks, not when dpdesk starts)
+except ImportError:
+    msvcrt = None
 
 _POLL_SECONDS = 0.05
 
@@ -33,6 +36,8 @@ def acquire(path: str | Path, *, blocking: bool = True):
 
     ``blocking=False`` raises :class:`LockBusy` at once when another holder has it.
     """
+    if fcntl is None and msvcrt is None:
+        raise OSError(f"this system offers no file locking (neither fcntl nor msvcrt), so {path} cannot be locked")
     handle = open(path, "a+b")
     try:
         if fcntl is not None:

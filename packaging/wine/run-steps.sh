@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Inside the Wine chroot (packaging/check-windows.sh runs it; not a command of its own): sets up
+# a clean Wine prefix, unpacks the Windows zip into it and runs each step of the check with one
+# wineserver for all of them. Every step's output and exit status go to /mnt/host/results/; the
+# judging is done by check-windows.sh on the Linux side.
+set -uo pipefail
+host=/mnt/host
+results="$host/results"
+export WINEPREFIX="$host/prefix" WINEDEBUG=-all HOME="$host/home" XDG_RUNTIME_DIR="$host/xdg" LANG=C.UTF-8
+mkdir -p "$results" "$HOME" "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+for variable in $(env | sed -n 's/^\(PIP_[A-Z_]*\)=.*/\1/p'); do unset "$variable"; done
+
+wineboot -i > "$results/wineboot.log" 2>&1
+wineserver -p   # one server for every step: each Wine start then costs seconds, not tens of them
+# no Z: (the whole Linux root, where /proc and Linux paths would hide what Windows lacks): the
+# data folder is the drive D: alone
+rm -f "$WINEPREFIX/dosdevices/z:"
+mkdir -p "$host/data/work"
+ln -sfn "$host/data" "$WINEPREFIX/dosdevices/d:"
+unzip -q "$host/dpdesk.zip" -d "$WINEPREFIX/drive_c/"
+app="$(cd "$WINEPREFIX/drive_c" && ls -d dpdesk-*-windows-x86_64)"
+echo "$app" > "$results/app-folder"
+
+# the two test-only shims Wine 10 needs (README: what they stand in for); never in the zip
+shims="$host/shims"
+x86_64-w64-mingw32-gcc-posix -O2 -shared -static -static-libgcc -o "$shims/wcomplex.dll" "$shims/wcomplex.c" &&
+x86_64-w64-mingw32-gcc-posix -O2 -shared -static -static-libgcc -o "$shims/icuuc.dll" "$shims/icuuc.c" ||
+  { echo "the shims did not build" > "$results/shims.out"; exit 1; }
+cp "$shims/wcomplex.dll" "$shims/sitecustomize.py" "$WINEPREFIX/drive_c/$app/python/"
+cp "$shims/icuuc.dll" "$WINEPREFIX/drive_c/windows/system32/"
+
+dpdesk="C:\\$app\\dpdesk.cmd"
+python="C:\\$app\\python\\python.exe"
+data='D:\work'
+release_args="--mechanism lpa --bound 20 --items from-data --items-are-public"
+
+# step NAME COMMAND-LINE: run COMMAND-LINE with Windows' cmd in D:\work; Python's standard
+# streams must be pipes under Wine (its console streams lose output), so stdin comes from
+# `true` and the output through cat
+step() {
+  local name="$1"; shift
+  true | wine cmd /c "cd /d $data && $*" 2>&1 | cat > "$results/$name.out"
+  echo "${PIPESTATUS[1]}" > "$results/$name.rc"
+}
+
+step version "$dpdesk --version"
+step sample "$dpdesk sample ."
+step inspect "$dpdesk inspect --json groceries.csv.gz"
+step release "$dpdesk release groceries.csv.gz --epsilon 0.69 $release_args --formats csv,json,parquet --report html,pdf --out release"
+step ledger-verify "$dpdesk ledger verify"
+
+# two releases at once against one cap: the budget lock lets one through, refuses the other
+step cap "$dpdesk ledger cap capped 1 --reason \"check-windows: two releases against one cap\""
+for n in 1 2; do
+  ( true | wine cmd /c "cd /d $data && $dpdesk release groceries.csv.gz --dataset capped --epsilon 0.69 $release_args --out concurrent-$n" \
+      2>&1 | cat > "$results/concurrent-$n.out"; echo "${PIPESTATUS[1]}" > "$results/concurrent-$n.rc" ) &
+done
+wait
+step capped-list "$dpdesk ledger list --dataset capped --json"
+
+# stdout to a file, as a script or a scheduled task would: Windows' code page is not UTF-8
+step piped "$dpdesk release groceries.csv.gz --dataset piped --epsilon 0.5 $release_args --out piped > piped.txt 2> piped-err.txt"
+step piped-list "$dpdesk ledger list --dataset piped --json"
+
+# Windows file names: a reserved device name, a path longer than 260 characters, CR LF lines
+step reserved "$dpdesk release groceries.csv.gz --dataset reserved --epsilon 0.5 $release_args --out NUL"
+long="$(printf 'a-rather-long-folder-name-for-a-release-%02d\\' 1 2 3 4 5 6 7)"
+step long-path "$dpdesk release groceries.csv.gz --dataset long --epsilon 0.5 $release_args --out ${long}release"
+printf 'person,item\r\n1,bread\r\n1,milk\r\n2,bread\r\n3,eggs\r\n' > "$host/data/work/crlf.csv"
+step crlf "$dpdesk inspect --json crlf.csv"
+step ledger-final "$dpdesk ledger verify"
+
+# the desktop application's first screen, offscreen (no display under the chroot), as a picture
+cat > "$host/data/work/screenshot.py" <<'PY'
+import sys
+from dpdesk.data import load
+from dpdesk.gui.app import make_app
+from dpdesk.gui.main_window import MainWindow
+from dpdesk.paths import sample_path
+app = make_app()
+window = MainWindow()
+window.resize(1200, 780)
+window.show()
+data = load(sample_path())
+window.state.set_dataset(data, {"path": str(sample_path()), "format": "transactions"})
+for _ in range(20):
+    app.processEvents()
+picture = window.grab()
+saved = picture.save(sys.argv[1])
+image = picture.toImage()  # a drawn window has many colours, a blank one one or two
+colours = {image.pixel(x, y) for x in range(0, image.width(), 3) for y in range(0, image.height(), 3)}
+print("window", repr(window.windowTitle()), window.width(), "x", window.height(), "saved:", saved,
+      "colours:", len(colours))
+window.close()
+PY
+true | QT_QPA_PLATFORM=offscreen wine cmd /c "cd /d $data && $python screenshot.py D:\\work\\window.png" \
+  2>&1 | cat > "$results/window.out"
+echo "${PIPESTATUS[1]}" > "$results/window.rc"
+
+wineserver -k
