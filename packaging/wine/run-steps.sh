@@ -29,6 +29,7 @@ x86_64-w64-mingw32-gcc-posix -O2 -shared -static -static-libgcc -o "$shims/icuuc
 cp "$shims/wcomplex.dll" "$shims/sitecustomize.py" "$WINEPREFIX/drive_c/$app/python/"
 cp "$shims/icuuc.dll" "$WINEPREFIX/drive_c/windows/system32/"
 
+cd "$WINEPREFIX/drive_c"   # a Linux working directory means nothing without Z:
 dpdesk="C:\\$app\\dpdesk.cmd"
 python="C:\\$app\\python\\python.exe"
 data='D:\work'
@@ -50,13 +51,34 @@ step release "$dpdesk release groceries.csv.gz --epsilon 0.69 $release_args --fo
 step ledger-verify "$dpdesk ledger verify"
 
 # two releases at once against one cap: the budget lock lets one through, refuses the other
-step cap "$dpdesk ledger cap capped 1 --reason \"check-windows: two releases against one cap\""
+# (the sample under other names: --override-dataset-check, recorded, as the same data is refused
+# under a second name)
+release_args="$release_args --override-dataset-check"
+step cap "$dpdesk ledger cap capped 1 --reason check-windows-two-releases-against-one-cap"
 for n in 1 2; do
   ( true | wine cmd /c "cd /d $data && $dpdesk release groceries.csv.gz --dataset capped --epsilon 0.69 $release_args --out concurrent-$n" \
       2>&1 | cat > "$results/concurrent-$n.out"; echo "${PIPESTATUS[1]}" > "$results/concurrent-$n.rc" ) &
 done
 wait
 step capped-list "$dpdesk ledger list --dataset capped --json"
+
+# dpdesk/locks.py's Windows branch (msvcrt.locking) between two processes: a second holder is
+# refused while the first holds the lock, and gets it once it is released
+cat > "$host/data/work/lockcheck.py" <<'PY'
+import subprocess, sys
+from dpdesk import locks
+path = locks.lock_path("D:/work/locks", "one key")
+other = ("from dpdesk import locks\n"
+         "try:\n    locks.release(locks.acquire(sys.argv[1], blocking=False)); print('acquired')\n"
+         "except locks.LockBusy:\n    print('busy')")
+second = lambda: subprocess.run([sys.executable, "-c", "import sys\n" + other, str(path)], capture_output=True,
+                                text=True).stdout.strip()
+with locks.held(path):
+    while_held = second()
+after = second()
+print("backend:", "msvcrt" if locks.fcntl is None else "fcntl", "| while held:", while_held, "| after release:", after)
+PY
+step lock "$python lockcheck.py"
 
 # stdout to a file, as a script or a scheduled task would: Windows' code page is not UTF-8
 step piped "$dpdesk release groceries.csv.gz --dataset piped --epsilon 0.5 $release_args --out piped > piped.txt 2> piped-err.txt"
@@ -73,6 +95,7 @@ step ledger-final "$dpdesk ledger verify"
 # the desktop application's first screen, offscreen (no display under the chroot), as a picture
 cat > "$host/data/work/screenshot.py" <<'PY'
 import sys
+sys.stdout.reconfigure(encoding="utf-8")
 from dpdesk.data import load
 from dpdesk.gui.app import make_app
 from dpdesk.gui.main_window import MainWindow
@@ -96,5 +119,19 @@ PY
 true | QT_QPA_PLATFORM=offscreen wine cmd /c "cd /d $data && $python screenshot.py D:\\work\\window.png" \
   2>&1 | cat > "$results/window.out"
 echo "${PIPESTATUS[1]}" > "$results/window.rc"
+
+# the double-click launcher: dpdesk.exe must start python\pythonw.exe -m dpdesk gui with no
+# console, its messages in %TEMP%\dpdesk-window.log (offscreen: no display here; stopped after)
+( cd "$WINEPREFIX/drive_c/$app" && QT_QPA_PLATFORM=offscreen timeout 60 wine "C:\\$app\\dpdesk.exe" --sample \
+    > "$results/launcher-wine.out" 2>&1 ) &
+launcher=$!
+for _ in $(seq 40); do
+  sleep 1
+  ps -eo args | grep -a "pythonw.exe" | grep -a -- "-m dpdesk gui" > "$results/launcher.out" && break
+done
+sleep 15   # the window would be up by now: a failure would have ended it with its message in the log
+ps -eo args | grep -a "pythonw.exe" | grep -a -- "-m dpdesk gui" > "$results/launcher-alive.out"
+cp "$WINEPREFIX/drive_c/users/"*/AppData/Local/Temp/dpdesk-window.log "$results/launcher-log.out" 2>/dev/null
+kill "$launcher" 2>/dev/null
 
 wineserver -k
