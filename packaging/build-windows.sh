@@ -138,15 +138,27 @@ wheel="$(ls "$work"/wheels/dpdesk-*.whl)"
 "$python" -m pip install --disable-pip-version-check --quiet --no-deps --no-index --no-compile --ignore-requires-python \
   --only-binary=:all: --implementation cp --python-version "$PYTHON_TAG" --platform win_amd64 \
   --target "$folder/python/Lib/site-packages" "$work"/wheels/*.whl
-# pip --target writes Linux launchers in bin/: the Windows folder has its own
+# pip --target writes Linux launchers in bin/ (the Windows folder has its own) and, for each
+# wheel, direct_url.json naming this build's temporary folder (a different zip every build)
 rm -rf "$folder/python/Lib/site-packages/bin"
+"$python" - "$folder/python/Lib/site-packages" <<'PY'
+import sys
+from pathlib import Path
+for record in Path(sys.argv[1]).glob("*.dist-info/RECORD"):
+    (record.parent / "direct_url.json").unlink(missing_ok=True)
+    lines = record.read_text(encoding="utf-8").splitlines(keepends=True)
+    record.write_text("".join(l for l in lines if not l.split(",")[0].endswith(".dist-info/direct_url.json")),
+                      encoding="utf-8")
+PY
 count="$(ls "$work"/wheels/*.whl | wc -l)"
 
 python312="${PYTHON312:-$(command -v "python$PYTHON_TAG" || true)}"
 if [ -n "$python312" ] && [ "$("$python312" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" = "$PYTHON_TAG" ]; then
   # the same bytecode the Windows CPython would write at first start (it checks no time stamp:
   # unchecked-hash), so the first start is not slowed by compiling
-  "$python312" -m compileall -q -j 0 --invalidation-mode unchecked-hash "$folder/python/Lib/site-packages" >/dev/null ||
+  # (-s: the file names recorded in the bytecode start at the folder's name, not this build's temporary path)
+  "$python312" -m compileall -q -j 0 --invalidation-mode unchecked-hash -s "$work" \
+    "$folder/python/Lib/site-packages" >/dev/null ||
     fail "byte-compiling with $python312 failed"
   compiled="byte-compiled with $("$python312" --version)"
 else

@@ -72,6 +72,7 @@ one_line_error() {   # a refusal: status 2 and one line, no traceback
 app="$(cat "$results/app-folder" 2>/dev/null || echo '?')"
 [ -f "$results/wineboot.log" ] && [ "$app" != '?' ] && ok "clean prefix, no Z: drive, zip unpacked into C:\\$app" ||
   bad "prefix and unpacking: $(tail -3 "$results/wineboot.log" 2>/dev/null)"
+server_first="$(cat "$results/server-first" 2>/dev/null)" server_last="$(cat "$results/server-last" 2>/dev/null)"
 
 if [ "$(rc version)" = 0 ] && [ "$(out version)" = "dpdesk $version" ]; then ok "--version ($(out version))"
 else bad "--version (status $(rc version)): $(last version)"; fi
@@ -125,7 +126,7 @@ for name in reserved long-path; do
   else bad "$what (status $(rc $name)): $(last $name)"; fi
 done
 
-if [ "$(rc crlf)" = 0 ] && out crlf | grep -q '"rows": 3'; then ok "a CR LF data file (3 people, no stray \\r in items: $(out crlf | grep -o '"columns": [0-9]*'))"
+if [ "$(rc crlf)" = 0 ] && out crlf | grep -q '"rows": 4, "columns": 3,'; then ok "a CR LF data file (4 people, 3 items: no item kept its \\r)"
 else bad "CR LF data file (status $(rc crlf)): $(last crlf)"; fi
 
 if [ "$(rc ledger-final)" = 0 ]; then ok "ledger verify after every step ($(out ledger-final | grep -o '[0-9]* entries'))"
@@ -148,7 +149,9 @@ else
 fi
 
 echo
-echo "Summary ($passed checks passed, $failed failed; $wine_version; $((SECONDS - started)) s):"
+servers="$([ -n "$server_first" ] && [ "$server_first" = "$server_last" ] && echo "one wineserver for every step" ||
+            echo "wineserver $server_first at the start, $server_last at the end")"
+echo "Summary ($passed checks passed, $failed failed; $wine_version, $servers; $((SECONDS - started)) s):"
 echo "  $(basename "$zip") ($(du -h "$zip" | cut -f1)) under Wine, offline, no Z: drive: $([ "$failed" = 0 ] && echo pass || echo FAIL)"
 echo "Outputs and the screenshot: $OUT"
 [ "$failed" = 0 ]

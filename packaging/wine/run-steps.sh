@@ -10,8 +10,16 @@ export WINEPREFIX="$host/prefix" WINEDEBUG=-all HOME="$host/home" XDG_RUNTIME_DI
 mkdir -p "$results" "$HOME" "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
 for variable in $(env | sed -n 's/^\(PIP_[A-Z_]*\)=.*/\1/p'); do unset "$variable"; done
 
+# one wineserver for every step (each Wine start then costs a second, not tens of them): the one
+# wineboot starts, kept up by a program that waits until the end (the services alone may stop,
+# and two programs started at once with no server running can hang); its process id is noted
+# before and after
+server_pids() {
+  for process in /proc/[0-9]*; do
+    tr '\0' ' ' < "$process/cmdline" 2>/dev/null | grep -q '^/usr/lib/wine/wineserver' && basename "$process"
+  done | tr '\n' ' '
+}
 wineboot -i > "$results/wineboot.log" 2>&1
-wineserver -p   # one server for every step: each Wine start then costs seconds, not tens of them
 # no Z: (the whole Linux root, where /proc and Linux paths would hide what Windows lacks): the
 # data folder is the drive D: alone
 rm -f "$WINEPREFIX/dosdevices/z:"
@@ -32,19 +40,23 @@ cp "$shims/icuuc.dll" "$WINEPREFIX/drive_c/windows/system32/"
 cd "$WINEPREFIX/drive_c"   # a Linux working directory means nothing without Z:
 dpdesk="C:\\$app\\dpdesk.cmd"
 python="C:\\$app\\python\\python.exe"
+true | wine "$python" -c "import time; time.sleep(86400)" > /dev/null 2>&1 &
+keeper=$!
 data='D:\work'
 release_args="--mechanism lpa --bound 20 --items from-data --items-are-public"
+STEP_SECONDS=900   # a step still running after 15 minutes is stuck (status 124)
 
 # step NAME COMMAND-LINE: run COMMAND-LINE with Windows' cmd in D:\work; Python's standard
 # streams must be pipes under Wine (its console streams lose output), so stdin comes from
 # `true` and the output through cat
 step() {
   local name="$1"; shift
-  true | wine cmd /c "cd /d $data && $*" 2>&1 | cat > "$results/$name.out"
+  true | timeout "$STEP_SECONDS" wine cmd /c "cd /d $data && $*" 2>&1 | cat > "$results/$name.out"
   echo "${PIPESTATUS[1]}" > "$results/$name.rc"
 }
 
 step version "$dpdesk --version"
+server_pids > "$results/server-first"
 step sample "$dpdesk sample ."
 step inspect "$dpdesk inspect --json groceries.csv.gz"
 step release "$dpdesk release groceries.csv.gz --epsilon 0.69 $release_args --formats csv,json,parquet --report html,pdf --out release"
@@ -56,7 +68,7 @@ step ledger-verify "$dpdesk ledger verify"
 release_args="$release_args --override-dataset-check"
 step cap "$dpdesk ledger cap capped 1 --reason check-windows-two-releases-against-one-cap"
 for n in 1 2; do
-  ( true | wine cmd /c "cd /d $data && $dpdesk release groceries.csv.gz --dataset capped --epsilon 0.69 $release_args --out concurrent-$n" \
+  ( true | timeout "$STEP_SECONDS" wine cmd /c "cd /d $data && $dpdesk release groceries.csv.gz --dataset capped --epsilon 0.69 $release_args --out concurrent-$n" \
       2>&1 | cat > "$results/concurrent-$n.out"; echo "${PIPESTATUS[1]}" > "$results/concurrent-$n.rc" ) &
 done
 wait
@@ -88,7 +100,8 @@ step piped-list "$dpdesk ledger list --dataset piped --json"
 step reserved "$dpdesk release groceries.csv.gz --dataset reserved --epsilon 0.5 $release_args --out NUL"
 long="$(printf 'a-rather-long-folder-name-for-a-release-%02d\\' 1 2 3 4 5 6 7)"
 step long-path "$dpdesk release groceries.csv.gz --dataset long --epsilon 0.5 $release_args --out ${long}release"
-printf 'person,item\r\n1,bread\r\n1,milk\r\n2,bread\r\n3,eggs\r\n' > "$host/data/work/crlf.csv"
+# (the last line has no line end: a "bread\r" kept from the others would be a fourth item)
+printf 'person,item\r\n1,bread\r\n1,milk\r\n2,bread\r\n3,eggs\r\n4,bread' > "$host/data/work/crlf.csv"
 step crlf "$dpdesk inspect --json crlf.csv"
 step ledger-final "$dpdesk ledger verify"
 
@@ -116,7 +129,7 @@ print("window", repr(window.windowTitle()), window.width(), "x", window.height()
       "colours:", len(colours))
 window.close()
 PY
-true | QT_QPA_PLATFORM=offscreen wine cmd /c "cd /d $data && $python screenshot.py D:\\work\\window.png" \
+true | QT_QPA_PLATFORM=offscreen timeout "$STEP_SECONDS" wine cmd /c "cd /d $data && $python screenshot.py D:\\work\\window.png" \
   2>&1 | cat > "$results/window.out"
 echo "${PIPESTATUS[1]}" > "$results/window.rc"
 
@@ -125,13 +138,19 @@ echo "${PIPESTATUS[1]}" > "$results/window.rc"
 ( cd "$WINEPREFIX/drive_c/$app" && QT_QPA_PLATFORM=offscreen timeout 60 wine "C:\\$app\\dpdesk.exe" --sample \
     > "$results/launcher-wine.out" 2>&1 ) &
 launcher=$!
+running_gui() {   # the command lines of the processes running `pythonw.exe -m dpdesk gui` (no ps in minbase)
+  for cmdline in /proc/[0-9]*/cmdline; do tr '\0' ' ' < "$cmdline" 2>/dev/null; echo; done |
+    grep -a "pythonw.exe" | grep -a -- "-m dpdesk gui"
+}
 for _ in $(seq 40); do
   sleep 1
-  ps -eo args | grep -a "pythonw.exe" | grep -a -- "-m dpdesk gui" > "$results/launcher.out" && break
+  running_gui > "$results/launcher.out" && break
 done
 sleep 15   # the window would be up by now: a failure would have ended it with its message in the log
-ps -eo args | grep -a "pythonw.exe" | grep -a -- "-m dpdesk gui" > "$results/launcher-alive.out"
+running_gui > "$results/launcher-alive.out"
 cp "$WINEPREFIX/drive_c/users/"*/AppData/Local/Temp/dpdesk-window.log "$results/launcher-log.out" 2>/dev/null
 kill "$launcher" 2>/dev/null
 
+server_pids > "$results/server-last"
+kill "$keeper" 2>/dev/null
 wineserver -k
