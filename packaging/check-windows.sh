@@ -54,7 +54,7 @@ cp "$here/wine/run-steps.sh" "$work/"
 echo "  $wine_version; running the steps (one wineserver, no network, no Z: drive)"
 DPDESK_CHROOT_BIND="$work" in_chroot "$chroot_root" bash /mnt/host/run-steps.sh || true
 results="$work/results" data="$work/data/work"
-cp -r "$results" "$OUT/results"
+rm -rf "$OUT/results"; cp -r "$results" "$OUT/results"
 
 passed=0 failed=0
 ok() { echo "  ok    $*"; passed=$((passed + 1)); }
@@ -143,7 +143,7 @@ fi
 
 if [ -s "$results/launcher.out" ] && [ -s "$results/launcher-alive.out" ] && [ -f "$results/launcher-log.out" ] &&
    ! grep -q Traceback "$results/launcher-log.out"; then
-  ok "dpdesk.exe (double-click) started $(grep -ao 'pythonw.exe.*' "$results/launcher.out" | head -1 | tr -d '\r') and the application stayed up (its log without an error)"
+  ok "dpdesk.exe (double-click) started $(grep -ao 'pythonw.exe.*' "$results/launcher.out" | head -1 | tr -d '\r' | sed 's/ *$//') and the application stayed up (its log without an error)"
 else
   bad "dpdesk.exe: pythonw $([ -s "$results/launcher.out" ] && echo started || echo "did not start"), log: $(tail -3 "$results/launcher-log.out" 2>/dev/null)"
 fi

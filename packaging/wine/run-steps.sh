@@ -10,13 +10,12 @@ export WINEPREFIX="$host/prefix" WINEDEBUG=-all HOME="$host/home" XDG_RUNTIME_DI
 mkdir -p "$results" "$HOME" "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
 for variable in $(env | sed -n 's/^\(PIP_[A-Z_]*\)=.*/\1/p'); do unset "$variable"; done
 
-# one wineserver for every step (each Wine start then costs a second, not tens of them): the one
-# wineboot starts, kept up by a program that waits until the end (the services alone may stop,
-# and two programs started at once with no server running can hang); its process id is noted
-# before and after
+# one wineserver for every step (each Wine start then costs a second, not tens of them), kept up
+# by a program that waits until the end (the services alone may stop, and two programs started
+# at once with no server running can hang); its process id is noted before and after
 server_pids() {
   for process in /proc/[0-9]*; do
-    tr '\0' ' ' < "$process/cmdline" 2>/dev/null | grep -q '^/usr/lib/wine/wineserver' && basename "$process"
+    { tr '\0' ' ' < "$process/cmdline"; } 2>/dev/null | grep -q '^/usr/lib/wine/wineserver' && basename "$process"
   done | tr '\n' ' '
 }
 wineboot -i > "$results/wineboot.log" 2>&1
@@ -42,6 +41,14 @@ dpdesk="C:\\$app\\dpdesk.cmd"
 python="C:\\$app\\python\\python.exe"
 true | wine "$python" -c "import time; time.sleep(86400)" > /dev/null 2>&1 &
 keeper=$!
+# wait until it runs: a step started meanwhile could start the server itself, which (with the
+# services) would then hold that step's output pipe open, and the step would never end
+for _ in $(seq 120); do
+  for cmdline in /proc/[0-9]*/cmdline; do { tr '\0' ' ' < "$cmdline"; } 2>/dev/null; echo; done |
+    grep -aq "^C:.*time.sleep(86400)" && break
+  sleep 1
+done
+sleep 2
 data='D:\work'
 release_args="--mechanism lpa --bound 20 --items from-data --items-are-public"
 STEP_SECONDS=900   # a step still running after 15 minutes is stuck (status 124)
@@ -67,11 +74,13 @@ step ledger-verify "$dpdesk ledger verify"
 # under a second name)
 release_args="$release_args --override-dataset-check"
 step cap "$dpdesk ledger cap capped 1 --reason check-windows-two-releases-against-one-cap"
+pair=()
 for n in 1 2; do
   ( true | timeout "$STEP_SECONDS" wine cmd /c "cd /d $data && $dpdesk release groceries.csv.gz --dataset capped --epsilon 0.69 $release_args --out concurrent-$n" \
       2>&1 | cat > "$results/concurrent-$n.out"; echo "${PIPESTATUS[1]}" > "$results/concurrent-$n.rc" ) &
+  pair+=($!)
 done
-wait
+wait "${pair[@]}"   # (not a bare wait: that would wait for the keeper too)
 step capped-list "$dpdesk ledger list --dataset capped --json"
 
 # dpdesk/locks.py's Windows branch (msvcrt.locking) between two processes: a second holder is
@@ -139,7 +148,7 @@ echo "${PIPESTATUS[1]}" > "$results/window.rc"
     > "$results/launcher-wine.out" 2>&1 ) &
 launcher=$!
 running_gui() {   # the command lines of the processes running `pythonw.exe -m dpdesk gui` (no ps in minbase)
-  for cmdline in /proc/[0-9]*/cmdline; do tr '\0' ' ' < "$cmdline" 2>/dev/null; echo; done |
+  for cmdline in /proc/[0-9]*/cmdline; do { tr '\0' ' ' < "$cmdline"; } 2>/dev/null; echo; done |
     grep -a "pythonw.exe" | grep -a -- "-m dpdesk gui"
 }
 for _ in $(seq 40); do
