@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, ParameterError
+from ..errors import DataError, EmptyData, ParameterError
 from .dataset import CellCounts, Dataset, build_incidence, natural_order
 from .detect import COUNT_NAMES
 from .textio import (MAX_FIELD_BYTES, MemoryBudget, Source, TextCheck, checked_text, format_size, memory_budget,
@@ -168,9 +168,9 @@ class _Columns:
 
     def table(self) -> Table:
         if self.names is None:
-            raise DataError("the file has no data lines", path=self.path, expected="at least one line of data")
+            raise EmptyData("the file has no data lines", path=self.path, expected="at least one line of data")
         if self.rows == 0:
-            raise DataError("the file has a header but no data lines" if self.header else "the file has no data lines",
+            raise EmptyData("the file has a header but no data lines" if self.header else "the file has no data lines",
                             path=self.path, expected="at least one line of data after the header" if self.header
                             else "at least one line of data")
         codes, uniques = {}, {}
