@@ -10,7 +10,6 @@ lock on Windows polls the non-blocking form instead, with no time limit, as ``fl
 
 from __future__ import annotations
 
-import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -93,4 +92,6 @@ def lock_path(folder: str | Path, key: str) -> Path:
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    return folder / (hashlib.sha256(os.fsencode(key)).hexdigest()[:32] + ".lock")
+    # UTF-8 whatever the file system's encoding (os.fsencode fails on "·" in an ASCII locale);
+    # surrogatepass: a path's undecodable bytes (surrogates) hash too
+    return folder / (hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32] + ".lock")
