@@ -54,11 +54,12 @@ release_args="--mechanism lpa --bound 20 --items from-data --items-are-public"
 STEP_SECONDS=900   # a step still running after 15 minutes is stuck (status 124)
 
 # step NAME COMMAND-LINE: run COMMAND-LINE with Windows' cmd in D:\work; Python's standard
-# streams must be pipes under Wine (its console streams lose output), so stdin comes from
-# `true` and the output through cat
+# streams must not be Wine's console (it loses output): stdin is a pipe from `true`, the output
+# goes to a file (not a pipe: a Wine program that starts along the way, explorer.exe /desktop,
+# stays and would hold a pipe open, so a reader would wait for ever)
 step() {
   local name="$1"; shift
-  true | timeout "$STEP_SECONDS" wine cmd /c "cd /d $data && $*" 2>&1 | cat > "$results/$name.out"
+  true | timeout "$STEP_SECONDS" wine cmd /c "cd /d $data && $*" > "$results/$name.out" 2>&1
   echo "${PIPESTATUS[1]}" > "$results/$name.rc"
 }
 
@@ -77,7 +78,7 @@ step cap "$dpdesk ledger cap capped 1 --reason check-windows-two-releases-agains
 pair=()
 for n in 1 2; do
   ( true | timeout "$STEP_SECONDS" wine cmd /c "cd /d $data && $dpdesk release groceries.csv.gz --dataset capped --epsilon 0.69 $release_args --out concurrent-$n" \
-      2>&1 | cat > "$results/concurrent-$n.out"; echo "${PIPESTATUS[1]}" > "$results/concurrent-$n.rc" ) &
+      > "$results/concurrent-$n.out" 2>&1; echo "${PIPESTATUS[1]}" > "$results/concurrent-$n.rc" ) &
   pair+=($!)
 done
 wait "${pair[@]}"   # (not a bare wait: that would wait for the keeper too)
@@ -139,7 +140,7 @@ print("window", repr(window.windowTitle()), window.width(), "x", window.height()
 window.close()
 PY
 true | QT_QPA_PLATFORM=offscreen timeout "$STEP_SECONDS" wine cmd /c "cd /d $data && $python screenshot.py D:\\work\\window.png" \
-  2>&1 | cat > "$results/window.out"
+  > "$results/window.out" 2>&1
 echo "${PIPESTATUS[1]}" > "$results/window.rc"
 
 # the double-click launcher: dpdesk.exe must start python\pythonw.exe -m dpdesk gui with no
