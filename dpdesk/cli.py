@@ -475,7 +475,7 @@ def cmd_recommend(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from .evaluation import planner
+    from .privacy import planner
 
     index = _floats(args.index, "--index") if args.index else None
     z = planner.noise_magnitude(args.epsilon, args.probability, args.sensitivity, index)
@@ -501,6 +501,7 @@ def cmd_plan(args) -> int:
 
 def cmd_ledger(args) -> int:
     from .privacy.ledger import Ledger
+    from .report.export import verify_export
 
     if args.ledger_command == "new":
         entry = Ledger(_ledger_path()).start_new(args.reason)
@@ -546,7 +547,7 @@ def cmd_ledger(args) -> int:
             return 1
         failed = 0
         for folder in args.release or []:
-            mismatch = ledger.verify_export(folder)
+            mismatch = verify_export(ledger, folder)
             if mismatch is None:
                 print(f"{folder}: matches the ledger")
             else:

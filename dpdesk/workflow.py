@@ -51,10 +51,10 @@ from .data.domain import (DOMAINS_CHOICES_TEXT, HOW_DISCOVERED, HOW_LIST, HOW_PU
 from .errors import ChargedRefusal, DpdeskError, EmptyData, ExportError, ParameterError
 from .evaluation.discovery import DiscoveryPlan, cell_discovery_share, chance_text, plan_discovery
 from .mechanisms.publish import publish, unrounded_release
-from .data.dataset import source_digest
+from .data.fingerprint import source_digest
 from .mechanisms.running import content_fingerprint, origin_of, run
 from .privacy.budget import BudgetSplit, check_epsilon
-from .privacy.discovery import ONE_PASS, ONE_PASS_NOTE, discover_cell_domains, discover_items, stability_histogram
+from .mechanisms.discovery import ONE_PASS, ONE_PASS_NOTE, discover_cell_domains, discover_items, stability_histogram
 from .report.export import (RAW_PREFIX, RELEASE_FORMATS, render_release, require_recorded, require_release,
                             sha256_bytes)
 from .tasks import CancelToken, ProgressFn, no_progress

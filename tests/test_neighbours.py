@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 import dpdesk
 from dpdesk import cli
-from dpdesk.privacy.discovery import discover_items, discovery_threshold
+from dpdesk.mechanisms.discovery import discover_items, discovery_threshold
 from dpdesk.errors import DataError, ParameterError
 from dpdesk.privacy.ledger import Ledger
 from dpdesk.privacy.randomness import SeededRandom

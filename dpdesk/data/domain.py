@@ -12,7 +12,7 @@ one of four ways (the same for items and for the attribute values of cell tables
   public (a product catalogue, a list of places): ``--items from-data --items-are-public``.
   The statement is recorded in the report in those words;
 * ``discovered`` — labels chosen privately from the data by a noisy threshold
-  (:mod:`dpdesk.privacy.discovery`), in one pass with the release's own noisy counts or in
+  (:mod:`dpdesk.mechanisms.discovery`), in one pass with the release's own noisy counts or in
   two steps with a share of ε, spending a δ; the route, its ε and δ are recorded.
 
 Items in the data but not in the domain are dropped before counting (how many is internal);

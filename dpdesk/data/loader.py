@@ -99,7 +99,7 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
     if sheet not in (None, "") and sniffed.kind != "xlsx":
         raise ParameterError(f"The sheet option is for Excel workbooks; {path.name} is {sniffed.a_kind} file.")
     fmt, delimiter, header = layout(sniffed, format, options, path)
-    name = options.get("name") or _display_name(path)
+    name = options.get("name") or display_name(path)
     source_record = {"path": str(path), "format": fmt, "encoding": sniffed.encoding,
                      "delimiter": "whitespace" if delimiter is None else delimiter, "header": header}
     for key in ("person", "item", "value", "keep_values", "id_column", "attributes", "domains", "count"):
@@ -162,7 +162,7 @@ def _read_in_memory(path) -> bool:
     return kind not in (None, "parquet")
 
 
-def _display_name(path: Path) -> str:
+def display_name(path: Path) -> str:
     name = path.name
     for suffix in (".gz",):
         if name.endswith(suffix):

@@ -1,6 +1,6 @@
 """Planning a private discovery (``--items discover``) from declared inputs only, before anything is spent.
 
-A discovery lists the items whose noisy count passes a threshold τ (:mod:`dpdesk.privacy.discovery`).
+A discovery lists the items whose noisy count passes a threshold τ (:mod:`dpdesk.mechanisms.discovery`).
 τ is a function of ε, δ and the contribution bound alone, so it is known before the data is
 read; how many items will pass is not, so the plan says what a **stand-in** would give: the
 synthetic baskets of :func:`dpdesk.evaluation.standin.synthetic_incidence`, shaped by declared
@@ -38,7 +38,7 @@ import numpy as np
 
 from ..data.domain import HOW_DISCOVERED, DomainDeclaration
 from ..errors import ParameterError
-from ..privacy.discovery import ONE_PASS, TWO_STEP, discovery_threshold, listing_probability
+from ..mechanisms.discovery import ONE_PASS, TWO_STEP, discovery_threshold, listing_probability
 
 TOP_K = 100  # the plan scores the stand-in's 100 most common items
 SHARES = (0.3, 0.5, 0.7)  # two-step: the share of ε that finds the items

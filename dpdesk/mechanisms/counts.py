@@ -105,7 +105,7 @@ class LPA(Mechanism):
     def release_noisy_counts(self, data, epsilon, params, noisy, budget, source, internal) -> "Release":
         """LPA's release of counts that already carry discrete Laplace noise of scale Δ/ε (its whole-number
         noise): from :meth:`run`, and from the one-pass discovery, whose threshold chose the items by
-        these very counts (:func:`dpdesk.privacy.discovery.stability_histogram`)."""
+        these very counts (:func:`dpdesk.mechanisms.discovery.stability_histogram`)."""
         values = np.asarray(noisy, dtype=np.float64)
         if params["clamp"]:
             values = np.maximum(values, 0.0)

@@ -33,7 +33,7 @@ CLAIMS = "tests/privacy/test_budget_claims.py"
 SECURE = "tests/privacy/test_secure_source.py"
 GUARDS = "tests/privacy/test_guards.py"
 ROUTES = "tests/test_release_routes.py"
-DISCOVERY = "tests/privacy/test_discovery_routes.py"
+DISCOVERY = "tests/mechanisms/test_discovery_routes.py"
 
 
 def mutant(name: str, bug: str, path: str, old: str, new: str, *, tests, covers) -> Mutant:
@@ -213,27 +213,27 @@ MUTANTS: tuple[Mutant, ...] = (
     # --- discovery, bounding, the exact samplers -----------------------------------------------------
     mutant("discovery-threshold-off-by-one",
            "private discovery lists at τ − 1 while stating the δ of τ",
-           "dpdesk/privacy/discovery.py",
+           "dpdesk/mechanisms/discovery.py",
            "return m + 1, k * p1(m)",
            "return m, k * p1(m)",
            tests=[f"{CLAIMS}::test_discovery_of_items[3.0]"], covers=["discovery"]),
     mutant("discovery-threshold-without-bound",
            "the discovery threshold is computed for one item per person (δ, not δ/Δ, per new item): a new person's "
            "Δ items are each listed with chance δ, so about Δ·δ in all",
-           "dpdesk/privacy/discovery.py",
+           "dpdesk/mechanisms/discovery.py",
            "limit = min(delta / k, 1 - q) * (1 - 1e-12)",
            "limit = min(delta, 1 - q) * (1 - 1e-12)",
            tests=[f"{DISCOVERY}::test_the_threshold_covers_every_one_of_a_new_persons_items[0.5-1e-06-20]"],
            covers=["discovery"]),
     mutant("discovery-threshold-forgets-the-reverse-direction",
            "the threshold keeps Δ·P1 ≤ δ only: with δ/Δ above 1 − q the direction D against D′ then needs a δ too",
-           "dpdesk/privacy/discovery.py",
+           "dpdesk/mechanisms/discovery.py",
            "limit = min(delta / k, 1 - q) * (1 - 1e-12)",
            "limit = delta / k * (1 - 1e-12)",
            tests=[f"{DISCOVERY}::test_the_reverse_direction_needs_p1_below_one_minus_q"], covers=["discovery"]),
     mutant("one-pass-threshold-without-bound",
            "the one-pass route noises and thresholds for one item per person while each keeps Δ: 2ε spent at Δ = 2",
-           "dpdesk/privacy/discovery.py",
+           "dpdesk/mechanisms/discovery.py",
            "found = noisy_threshold(counts, epsilon, delta, bound, source)\n    return _item_domain(data, found, epsilon, "
            "bound, ONE_PASS, cut)",
            "found = noisy_threshold(counts, epsilon, delta, 1, source)\n    return _item_domain(data, found, epsilon, "
@@ -248,19 +248,19 @@ MUTANTS: tuple[Mutant, ...] = (
            covers=["discovery"]),
     mutant("discovery-noise-without-bound",
            "private discovery's noise forgets that a person touches k labels: scale 1/ε instead of k/ε",
-           "dpdesk/privacy/discovery.py",
+           "dpdesk/mechanisms/discovery.py",
            "noisy = counts + discrete_laplace(source, bound / epsilon, counts.size)",
            "noisy = counts + discrete_laplace(source, 1 / epsilon, counts.size)",
            tests=[f"{CLAIMS}::test_discovery_of_items[0.3]"], covers=["discovery"]),
     mutant("attribute-discovery-one-label-per-person",
            "private discovery of attribute values forgets that a person has one value of every attribute (k = 1)",
-           "dpdesk/privacy/discovery.py",
+           "dpdesk/mechanisms/discovery.py",
            "noisy_threshold(flat, epsilon, delta, len(cells.domains), source)",
            "noisy_threshold(flat, epsilon, delta, 1, source)",
            tests=[f"{CLAIMS}::test_discovery_of_attribute_values[0.3]"], covers=["discovery"]),
     mutant("discovery-without-bounding",
            "private discovery counts every label of a person, not a random k of them",
-           "dpdesk/privacy/discovery.py",
+           "dpdesk/mechanisms/discovery.py",
            "return bounded_counts(data, prepared, source), prepared.rows_cut",
            "return data.column_counts, prepared.rows_cut",
            tests=[f"{GUARDS}::test_discovery_lists_at_most_k_labels_of_one_person"], covers=["discovery"]),

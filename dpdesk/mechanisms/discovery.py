@@ -31,8 +31,8 @@ import numpy as np
 
 from ..data.domain import HOW_DISCOVERED, CellDomain, ItemDomain
 from ..errors import ParameterError
-from .bounding import bounded_counts, prepare_bound
-from .noise import discrete_laplace
+from ..privacy.bounding import bounded_counts, prepare_bound
+from ..privacy.noise import discrete_laplace
 
 ONE_PASS, TWO_STEP = "one-pass", "two-step"
 ROUTES = (ONE_PASS, TWO_STEP)

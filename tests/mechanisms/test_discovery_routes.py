@@ -17,7 +17,7 @@ from dpdesk import cli
 from dpdesk.data.domain import DomainDeclaration, parse_items_option
 from dpdesk.errors import ParameterError
 from dpdesk.evaluation.discovery import plan_discovery
-from dpdesk.privacy.discovery import (ONE_PASS, TWO_STEP, discovery_threshold, listing_probability,
+from dpdesk.mechanisms.discovery import (ONE_PASS, TWO_STEP, discovery_threshold, listing_probability,
                                       stability_histogram)
 from dpdesk.privacy.ledger import Ledger
 from dpdesk.workflow import discovery_plan
@@ -132,7 +132,7 @@ def test_audit_of_the_one_pass_route():
 def test_audit_catches_a_one_pass_threshold_without_the_bound(monkeypatch):
     """The planted bug: noise and threshold for one item per person while each person keeps two. The
     person changes two counts by one each at noise scale 1/ε: a privacy loss of 2ε, found by the audit."""
-    import dpdesk.privacy.discovery as discovery
+    import dpdesk.mechanisms.discovery as discovery
 
     real = discovery.noisy_threshold
     monkeypatch.setattr(discovery, "noisy_threshold",
@@ -186,7 +186,7 @@ def test_the_plan_expects_what_the_stand_in_gives():
     """The plan's expected number of listed items is the stand-in's, not a guess: a stand-in drawn with
     the same facts, discovered 20 times, lists about that many (within 10%)."""
     from dpdesk.evaluation.standin import DeclaredFacts, synthetic_incidence
-    from dpdesk.privacy.discovery import discover_items
+    from dpdesk.mechanisms.discovery import discover_items
 
     facts = dict(people=20_000, row_length=6.0, expected_items=2_000, skew=1.0)
     plan = plan_discovery(declaration(**facts, share=0.5, bound=3), "lpa", 1.0, {"bound": 12})
