@@ -137,3 +137,29 @@ def test_output_streams_write_utf8_to_files_and_escape_what_a_terminal_cannot_sh
     terminal.flush()
     assert windows_pipe.buffer.getvalue() == "ε = 0.5\n".encode("utf-8")
     assert terminal.buffer.getvalue() == b"\\u03b5 = 0.5\n"
+
+
+def test_the_spill_cleanup_never_signals_another_process_on_windows(monkeypatch, tmp_path):
+    """On Windows ``os.kill(pid, 0)`` is Ctrl+C to the process group: the liveness check must not call it."""
+    import os
+    import sys
+
+    from dpdesk.engine import base
+
+    calls = []
+    monkeypatch.setattr(os, "kill", lambda pid, sig: calls.append((pid, sig)))
+    monkeypatch.setattr(sys, "platform", "win32")
+
+    class Kernel32:
+        def OpenProcess(self, access, inherit, pid):
+            return 0
+
+        def GetLastError(self):
+            return 87  # ERROR_INVALID_PARAMETER: no such process
+
+    import ctypes
+
+    monkeypatch.setattr(ctypes, "windll", type("WinDLL", (), {"kernel32": Kernel32()})(), raising=False)
+    (tmp_path / "run-999999-abc").mkdir()
+    base.clear_stale_spill(tmp_path)
+    assert calls == [] and not (tmp_path / "run-999999-abc").exists()
