@@ -12,6 +12,7 @@ import json
 import os
 import re
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import __version__
@@ -352,14 +353,15 @@ def cmd_release(args) -> int:
                                chosen_how=chosen_how, observed=observed, raw=args.raw,
                                override_cap=args.override_cap, override_name=args.override_dataset_check,
                                attributes=_import_options(args).get("attributes"))
-    summary = _summary(written, spent=True)
-    if plan is not None:
-        summary["discovery"] = plan.to_json()
-    if args.json:
-        print(json.dumps(summary, ensure_ascii=False))
-    else:
-        _print_summary(summary, spent=True)
-    _warn_if_nothing_matched(written.release)
+    with _printing_after_recording(written):
+        summary = _summary(written, spent=True)
+        if plan is not None:
+            summary["discovery"] = plan.to_json()
+        if args.json:
+            print(json.dumps(summary, ensure_ascii=False))
+        else:
+            _print_summary(summary, spent=True)
+        _warn_if_nothing_matched(written.release)
     return 0
 
 
@@ -431,11 +433,12 @@ def cmd_export(args) -> int:
     reports = [r.strip() for r in (args.report or "").split(",") if r.strip()]
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     written = reexport(args.entry, Path(args.out), formats=formats, reports=reports, force=args.force, raw=args.raw)
-    summary = _summary(written, spent=False)
-    if args.json:
-        print(json.dumps(summary, ensure_ascii=False))
-    else:
-        _print_summary(summary, spent=False)
+    with _printing_after_recording(written):
+        summary = _summary(written, spent=False)
+        if args.json:
+            print(json.dumps(summary, ensure_ascii=False))
+        else:
+            _print_summary(summary, spent=False)
     return 0
 
 
@@ -866,8 +869,53 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def safe_output_streams() -> None:
+    """Make printing unable to fail on a character: a file or pipe gets UTF-8 (the encoding of
+    every file dpdesk writes; Windows would otherwise use its ANSI code page, where "ε" does not
+    exist), a terminal keeps its own encoding, and what it cannot show is written as an escape
+    (``\\u03b5``) instead of raising. PYTHONIOENCODING, where set, keeps its encoding."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is None:  # no stream (pythonw), or one a caller replaced
+            continue
+        try:
+            terminal = stream.isatty()
+        except (OSError, ValueError):
+            terminal = False
+        try:
+            if terminal or os.environ.get("PYTHONIOENCODING"):
+                reconfigure(errors="backslashreplace")
+            else:
+                reconfigure(encoding="utf-8", errors="backslashreplace")
+        except (OSError, ValueError):  # a closed stream: nothing will be printed on it anyway
+            pass
+
+
+@contextmanager
+def _printing_after_recording(written):
+    """Telling what a release did, after its ledger entry is recorded and its files are written:
+    nothing here may turn that into a failure (a script would run it again and spend ε twice).
+    Output that cannot be written (the reader went away, a full disk) or a ledger that cannot be
+    read back for the totals is noted on stderr, and the command still succeeds."""
+    try:
+        yield
+        sys.stdout.flush()
+    except (OSError, ValueError, DpdeskError) as error:  # BrokenPipeError too; ValueError: stdout closed
+        entry = (written.release.report.get("ledger") or {}).get("entry")
+        try:  # what is still buffered must not fail again when Python exits
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        try:
+            print(f"dpdesk: note: the release is recorded (ledger entry #{entry}) and its files are written, but "
+                  f"its summary could not be printed ({error}).", file=sys.stderr)
+        except (OSError, ValueError):
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    safe_output_streams()
     parser = build_parser()
     if not argv:
         argv = ["gui"]
