@@ -355,17 +355,22 @@ _C1 = re.compile(rb"[\x80-\x9f]")
 _CONTROL = re.compile(rb"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
+NOT_TEXT_EXPECTED = ("a data table: text such as CSV, TSV or a transaction list, or an Excel, SPSS, Stata, SAS or "
+                     "Parquet file")
+
+
 def check_not_binary(raw: bytes, path, line_offset: int = 0) -> None:
     """Refuse content that is not text: NUL bytes or many control characters."""
     nul = raw.find(b"\x00")
     if nul >= 0:
         line = line_offset + raw.count(b"\n", 0, nul) + 1
-        raise DataError("the file contains binary data (a NUL byte), not text", path=path, line=line,
-                        expected="a text file such as CSV or a transaction list")
+        # the line number in the words, not as a place to look: a document or an image has no lines to fix
+        raise DataError(f"this is not a text table: it holds binary data (a zero byte, on what would be line "
+                        f"{line:,}), as a document, an image or a program does", path=path, expected=NOT_TEXT_EXPECTED)
     sample = raw[:65536]
     if len(_CONTROL.findall(sample)) > max(8, len(sample) // 100):
-        raise DataError("the file looks like binary data, not text", path=path,
-                        expected="a text file such as CSV or a transaction list")
+        raise DataError("this is not a text table: it holds binary data (many control characters), as a document, "
+                        "an image or a program does", path=path, expected=NOT_TEXT_EXPECTED)
 
 
 def check_encoding_name(encoding: str, path=None) -> str:
