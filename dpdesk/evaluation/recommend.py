@@ -84,8 +84,8 @@ class Recommendation:
 
     @property
     def chosen_how(self) -> str:
-        """A sentence for the public report's "how the mechanism was chosen", in a reader's words."""
-        return (f"Recommended by dpdesk from declared facts only ({declared_in_words(self.declared)}); the data was "
+        """A sentence for the public report's "how the mechanism was chosen"."""
+        return (f"Recommended by dpdesk from declared facts only ({declared_words(self.declared)}); the data was "
                 "not looked at to choose it.")
 
     def to_json(self) -> dict:
@@ -247,16 +247,17 @@ def _choice_settings(choice: str, facts: Declared) -> tuple[str, dict, int | Non
 
 
 def _declared_text(facts: Declared) -> str:
-    return declared_in_words(_declared_dict(facts))
+    return declared_words(_declared_dict(facts))
 
 
-def declared_in_words(declared: dict) -> str:
-    """The declared facts a recommendation came from (:attr:`Recommendation.declared`), as a reader says
-    them: "ε = 0.69, 16,470 items, the bound Δ = 20, about 8 items per typical person"."""
-    parts = [f"ε = {declared['epsilon']:g}"]
-    if "items" in declared:
+def declared_words(declared: dict) -> str:
+    """The declared facts a recommendation used, in words for a reader (not its JSON keys)."""
+    parts = []
+    if declared.get("epsilon") is not None:
+        parts.append(f"ε = {declared['epsilon']:g}")
+    if declared.get("items") is not None:
         parts.append(f"{declared['items']:,} items")
-    if "cells" in declared:
+    if declared.get("cells") is not None:
         parts.append(f"{declared['cells']:,} cells")
     if declared.get("bound") is not None:
         parts.append(f"the bound Δ = {declared['bound']:,}")
