@@ -215,10 +215,10 @@ GUIDE = (
               "who thought it 50/50 that a person is in the data could then believe it at most 67/33. Smaller ε: "
               "more privacy, more noise."),
     GuideStep("compare", "③ Compare: try them out",
-              "Choose <b>a synthetic stand-in shaped by declared facts</b>, so that the comparison uses none of "
-              "the true data, then press <b>Run comparison</b> (Ctrl+R).<br><br>The plot shows each mechanism's "
-              "error at each ε: lower is better, the shaded band is how sure the average is. Nothing here is "
-              "published and no budget is spent."),
+              "Choose <b>a synthetic stand-in</b> (made from the facts you declared), so that the comparison uses "
+              "none of the true data, then press <b>Run comparison</b> (Ctrl+R).<br><br>The plot shows each "
+              "mechanism's error at each ε: lower is better, the shaded band is how sure the average is. Nothing "
+              "here is published and no budget is spent."),
     GuideStep("plan", "④ Plan: how accurate will it be?",
               "Nothing on this page uses the data. Say what you need — for example counts of at least "
               "<b>1,000</b> within <b>10%</b> of the truth, failing with probability <b>0.05</b> — and read "

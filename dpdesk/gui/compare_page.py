@@ -22,8 +22,9 @@ import numpy as np
 import pyqtgraph as pg
 from scipy import stats
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import (QButtonGroup, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QMessageBox, QProgressBar, QPushButton,
-                               QRadioButton, QSpinBox, QTabWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QButtonGroup, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
+                               QLineEdit, QMessageBox, QProgressBar, QPushButton, QRadioButton, QSpinBox, QTabWidget,
+                               QVBoxLayout, QWidget)
 
 from .. import mechanisms as registry
 from ..data import load
@@ -150,8 +151,8 @@ class ComparePage(QWidget):
         form = QFormLayout(settings)
         self.epsilons = QLineEdit()
         self.epsilons.setAccessibleName("Epsilon values to compare")
-        self.epsilons.setToolTip("ε values separated by “; ” or “, ” — for example 0.1; 0.69; 2 — and “ln 3” is "
-                                 "accepted")
+        self.epsilons.setToolTip("ε values separated by “; ” or “, ” — for example 0.1; 0.69; 2 — and "
+                                 "“ln 3” is accepted")
         self.repeats = QSpinBox()
         self.repeats.setRange(1, 10_000)
         self.repeats.setValue(10)

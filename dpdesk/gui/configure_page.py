@@ -538,6 +538,7 @@ class ConfigurePage(QWidget):
         self.columns.arranged.connect(self._arranged)
         outer.addWidget(self.columns, 1)
         self.outer = outer
+        self._arranged(self.columns.side_by_side)  # one below the other until the page is wide enough
         self.current: str | None = None
         self._filling = False
         self.recommendation.use_requested.connect(self.use_recommendation)

@@ -150,7 +150,8 @@ class MainWindow(QMainWindow):
         self._menus()
         # the next useful step, shown whenever no passing message is (QStatusBar hides it meanwhile)
         self.next_step_label = QLabel("")
-        self.next_step_label.setWordWrap(True)  # two lines in a narrow window rather than a window wider than the screen
+        # two lines in a narrow window, rather than a window wider than the screen
+        self.next_step_label.setWordWrap(True)
         self.next_step_label.setAccessibleDescription("The next step")
         self.statusBar().addWidget(self.next_step_label, 1)
         self.mode_label = QLabel(f"dpdesk {__version__} · offline")

@@ -108,7 +108,8 @@ class ReleasePage(QWidget):
                                "data; say so honestly. The report also says what dpdesk observed.")
         self.observed = explanation("")
         self.observed.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Maximum)
-        self.observed.setAccessibleDescription("What dpdesk observed about the comparisons (goes into the public report)")
+        self.observed.setAccessibleDescription("What dpdesk observed about the comparisons (goes into the public "
+                                               "report)")
         self.raw = QCheckBox("Publish raw values instead of whole numbers")
         self.raw.setToolTip("By default the counts are published as whole numbers ≥ 0 (rounding costs no privacy). "
                             "Raw values are unbiased but may be fractional or below 0: for analysts who add many "
@@ -384,9 +385,10 @@ class ReleasePage(QWidget):
             show_error(self, error)
             return
         cap = "no cap" if status.cap is None else f"its cap is ε = {status.cap:g}"
-        if not override_name and not self.confirm(f"Release {name} with {registry.get(mechanism_id).name} at ε = {epsilon:.4g}?<br><br>"
-                            f"This spends ε = {epsilon:.4g} for good: the total for {name} becomes "
-                            f"<b>{status.spent + epsilon:.4g}</b> ({cap})."):
+        if not override_name and not self.confirm(
+                f"Release {name} with {registry.get(mechanism_id).name} at ε = {epsilon:.4g}?<br><br>"
+                f"This spends ε = {epsilon:.4g} for good: the total for {name} becomes "
+                f"<b>{status.spent + epsilon:.4g}</b> ({cap})."):
             return
         chosen = self.chosen.currentText().strip() or stated_default(self.state.comparison_runs)
         raw = self.raw.isChecked()

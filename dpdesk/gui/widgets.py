@@ -14,8 +14,8 @@ from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QObject, QR
 from PySide6.QtGui import QColor, QFont, QValidator
 from PySide6.QtWidgets import (QAbstractSlider, QAbstractSpinBox, QBoxLayout, QComboBox, QDoubleSpinBox, QFileDialog,
                                QFrame, QHBoxLayout, QHeaderView, QLabel, QLayout, QMessageBox, QPushButton,
-                               QScrollArea, QScrollBar, QSizePolicy, QTableView, QTableWidget, QTableWidgetItem, QToolTip,
-                               QVBoxLayout, QWidget)
+                               QScrollArea, QScrollBar, QSizePolicy, QTableView, QTableWidget, QTableWidgetItem,
+                               QToolTip, QVBoxLayout, QWidget)
 
 from ..errors import DpdeskError
 from . import theme
@@ -584,7 +584,8 @@ class DataSummaryView(QWidget):
         layout.addWidget(self.histogram_panel, 1)
 
     def show_dataset(self, data) -> None:
-        names = dict(SUMMARY_NAMES, columns="Items (columns)" if data.kind == "incidence" else "Cells in the domain (m)")
+        names = dict(SUMMARY_NAMES,
+                     columns="Items (columns)" if data.kind == "incidence" else "Cells in the domain (m)")
         fill_table(self.table, ["figure", "value"], [[names[k], v] for k, v in data.summary().items()])
         panel = self.histogram_panel
         panel.clear()
