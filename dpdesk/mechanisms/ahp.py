@@ -286,6 +286,11 @@ class AHP(Mechanism):
     def prepare(self, data, epsilon, params, progress, cancel):
         return prepare_bound(data, params["bound"])
 
+    @staticmethod
+    def noisy_counts(counts: np.ndarray, scale: float, source: RandomSource) -> np.ndarray:
+        """ĉ = c + DiscreteLaplace(b₁) (step 1): the only view of the counts the clustering gets."""
+        return add_discrete_laplace(counts, scale, source)
+
     def clusters(self, noisy: np.ndarray, epsilon: float, params: dict, source: RandomSource):
         """(order, boundaries, θ, small) from the noisy counts ĉ and fresh randomness only (steps 2–4).
 
@@ -308,7 +313,7 @@ class AHP(Mechanism):
         d = data.n_items
         counts = bounded_counts(data, prepared, source)
         counts_scale, sum_scale = self.scales(epsilon, params, d)
-        noisy = add_discrete_laplace(counts, counts_scale, source)
+        noisy = self.noisy_counts(counts, counts_scale, source)
         order, bounds, theta, small = self.clusters(noisy, epsilon, params, source)
         values = cluster_release(counts, order, bounds, sum_scale, source)
         first, second = self.shares(epsilon, params)
@@ -356,8 +361,11 @@ class AHP(Mechanism):
         facts = super().public_facts(data, params)
         if data is not None:
             d = data.n_items
-            facts["threshold θ for setting noisy counts to 0"] = (
-                f"η·ln(d)·Δ'/ε₁ with η = {params['threshold_factor']:g}: from declared settings and ε only")
+            rule = (f"θ = η·ln(d)·Δ'/ε₁ with η = {params['threshold_factor']:g}: from declared settings and ε only")
+            if params["threshold"] == "adaptive":
+                rule += ("; raised, from the noisy counts alone, until noise alone would explain at most a tenth of the "
+                         "counts above it")
+            facts["threshold θ for setting noisy counts to 0"] = rule
             facts["clustering"] = ("items sorted by their noisy counts (ties broken at random) and clustered "
                                    f"greedily; d = {d:,} items")
         return facts
@@ -366,23 +374,32 @@ class AHP(Mechanism):
         d = facts.get("number of items (d)") or params["bound"]
         _, sum_scale = self.scales(epsilon, params, d)
         single = float(round_up(discrete_laplace_margin(sum_scale)))
-        return {"noise_scale": sum_scale, "within_95": single, "text":
-                f"Each cluster's total gets noise of scale {sum_scale:,.3g}, divided among its items: for an item "
+        text = (f"Each cluster's total gets noise of scale {sum_scale:,.3g}, divided among its items: for an item "
                 f"alone in its cluster the noise is within ±{single:,.6g} 95% of the time, for larger clusters "
                 "proportionally less (the margin95 column gives each value's margin). On top of it, each item is off "
-                "by the distance between its true count and its cluster's average, which depends on the data."}
+                "by the distance between its true count and its cluster's average, which depends on the data.")
+        if params["small_counts"] == "median":
+            text += (" The items whose noisy count was small share one private median of their counts, a whole number "
+                     "from 0 to θ.")
+        return {"noise_scale": sum_scale, "within_95": single, "text": text}
 
     def report_notes(self, params):
-        return ("Items in the same cluster get the same published value: the cluster's noisy average.",
-                "The clusters were formed from noisy counts (their share of ε is in the budget table); those noisy "
-                "counts are not published.",
-                "People with more than Δ items keep a random Δ of them before anything is counted.")
+        notes = ["Items in the same cluster get the same published value: the cluster's noisy average.",
+                 "The clusters were formed from noisy counts (their share of ε is in the budget table); those noisy "
+                 "counts are not published."]
+        if params["small_counts"] == "median":
+            notes.append("The items whose noisy count was at most θ publish one value together: a median of their "
+                         "counts chosen privately (exponential mechanism), not an average.")
+        notes.append("People with more than Δ items keep a random Δ of them before anything is counted.")
+        return tuple(notes)
 
     estimates_whole_numbers = False  # a cluster's average count
 
     column_meanings = {
-        "noisy_count": "the noisy average count of the item's cluster, shared by every item of the cluster: an "
-                       "estimate of the item's count, not its own noisy count (differentially private)",
+        "noisy_count": "the noisy value of the item's cluster, shared by every item of the cluster (its noisy average; "
+                       "with small_counts = median, the items whose noisy count was small share a private median of "
+                       "their counts): an estimate of the item's count, not its own noisy count (differentially "
+                       "private)",
     }
 
     def publication_notes(self, params, whole):
@@ -392,5 +409,9 @@ class AHP(Mechanism):
                 "so the published figures of a cluster stay equal.",)
 
     def margin_notes(self, params):
-        return ("Each item's count also differs from its cluster's average by an amount that depends on the data: "
-                "the margin is that of the cluster's noisy average.", *super().margin_notes(params))
+        notes = ["Each item's count also differs from its cluster's value by an amount that depends on the data: "
+                 "the margin is that of the cluster's noisy average."]
+        if params["small_counts"] == "median":
+            notes.append("For the items whose noisy count was small, the margin is the width of the range their "
+                         "median was chosen from.")
+        return (*notes, *super().margin_notes(params))
