@@ -346,10 +346,11 @@ class AHP(Mechanism):
             "clusters, not published").add(
             "noisy cluster averages and median of the small counts" if median else "noisy cluster averages", second,
             averages)
-        internal = {"rows_truncated": prepared.rows_cut, "noisy_counts_set_to_zero": int(small.sum()),
-                    "cluster_size_of_each_item": item_sizes}
+        internal = {"rows_truncated": prepared.rows_cut}
         release = self.new_release(data, epsilon, params, budget, source, values=values, internal=internal,
                                    noise_margin=margin)
+        #: each item's cluster size, 0 for the items set aside for the median (private-derived; in memory only)
+        release.cluster_sizes = item_sizes
         # the clusters are a function of the noisy counts and fresh randomness: their number may be published
         release.report["clusters"] = {"number of clusters": int(sizes.size),
                                       "largest cluster": int(sizes.max()) if sizes.size else 0,

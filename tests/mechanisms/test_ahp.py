@@ -114,7 +114,7 @@ def test_release_structure_budget_and_margins():
     steps = release.budget.steps
     assert [s.name for s in steps] == ["noisy counts for clustering", "noisy cluster averages"]
     assert [s.epsilon for s in steps] == pytest.approx([0.425, 0.075])
-    sizes = release.internal["cluster_size_of_each_item"]
+    sizes = release.cluster_sizes
     assert sizes.min() >= 1 and release.report["clusters"]["number of clusters"] == len(np.unique(release.values))
     # each cluster publishes (integer total + integer noise) / size: value × size is a whole number
     np.testing.assert_allclose(release.values * sizes, np.round(release.values * sizes), atol=1e-6)
@@ -129,7 +129,7 @@ def test_release_structure_budget_and_margins():
 def test_median_variant_publishes_one_whole_median_for_the_small_counts():
     data = dpdesk.load(DATA / "hetrec2011-lastfm-2k_user_artists.dat.gz")
     release = dpdesk.release(data, "ahp", epsilon=1.0, bound=50, rng=4, small_counts="median", threshold="adaptive")
-    small = release.internal["cluster_size_of_each_item"] == 0
+    small = release.cluster_sizes == 0
     assert small.sum() == release.report["clusters"]["noisy counts at or below θ"] > 0.9 * data.n_items
     median = np.unique(release.values[small])
     assert median.size == 1 and median[0] == round(median[0]) and 0 <= median[0] <= 3  # the true median is 1

@@ -136,7 +136,7 @@ def assert_on_lattice(release):
         d, rho, grid = values.size, params["rho"], release.report["noise"]["grid"]
         whole(fpa.pack(np.fft.rfft(values)[:rho], d) / grid)
     elif mechanism == "ahp":  # (whole total + whole noise) / the cluster's size; a median is whole
-        sizes = np.maximum(release.internal["cluster_size_of_each_item"], 1)
+        sizes = np.maximum(release.cluster_sizes, 1)
         whole(values * sizes)
     elif mechanism.startswith("dpsense"):
         alpha = release.report["selection"].get("alpha", 1.0)
