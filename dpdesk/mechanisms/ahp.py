@@ -14,8 +14,8 @@ Steps
    Δ' counts by one each: L1 sensitivity Δ', so this step is ε₁-DP (exact integer noise,
    dpdesk.privacy.noise). ĉ is used to form the clusters and is never published.
 2. **Small counts to 0**: every ĉ_i ≤ θ becomes 0, with θ = η·ln(d)·b₁ (η = ``threshold_factor``,
-   0.35 by default, the value DPBench's implementation of the paper uses; η = 0 keeps the
-   negative counts only out). θ is a function of η, d, Δ and ε: public. Post-processing of ĉ.
+   0.35 by default, as DPBench's implementation of the paper has it; with η = 0 only the counts
+   at or below 0 become 0). θ is a function of η, d, Δ and ε: public. Post-processing of ĉ.
 3. **Sort** the thresholded ĉ ascending, ties broken uniformly at random with fresh random bits
    (independent of the data). Post-processing.
 4. **Cluster greedily** (the paper's greedy strategy): the error of a cluster C of L consecutive
@@ -60,7 +60,8 @@ dpdesk's variants (parameters; the defaults are the paper's)
   does — then every item is small. A function of ĉ only: post-processing, and publishable.
 
 Unlike DPComp's AHP*, nothing here is chosen from the true total or any other true figure:
-ρ and η are declared (or left at their defaults), and θ follows from them, d, Δ and ε.
+ρ and η are declared (or left at their defaults), and θ follows from them, d, Δ and ε (and, when
+adaptive, from ĉ).
 
 Efficiency: E(C) grows by (L−1)/L·(x_j − mean)² − V/(L(L−1)) when x_j joins a cluster of L−1
 values, so each cluster's end is found by one vectorised scan over a doubling window of prefix
