@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import api, locks
+from . import locks
 from . import mechanisms as registry
 from .data.domain import (DOMAINS_CHOICES_TEXT, HOW_DISCOVERED, HOW_LIST, HOW_PUBLIC_DATA, ITEMS_CHOICES_TEXT,
                           CellDomain, DomainDeclaration, PublicView, cell_domain_of, declared_domain,
@@ -45,8 +45,10 @@ from .data.domain import (DOMAINS_CHOICES_TEXT, HOW_DISCOVERED, HOW_LIST, HOW_PU
                           restrict_cells)
 from .errors import ChargedRefusal, DpdeskError, ExportError, ParameterError
 from .mechanisms.publish import publish, unrounded_release
+from .mechanisms.running import content_fingerprint, run
 from .privacy.budget import BudgetSplit, check_epsilon
-from .report.export import RAW_PREFIX, RELEASE_FORMATS, render_release, require_release, sha256_bytes
+from .report.export import (RAW_PREFIX, RELEASE_FORMATS, render_release, require_recorded, require_release,
+                            sha256_bytes)
 from .tasks import CancelToken, ProgressFn, no_progress
 
 DEFAULT_CHOSEN = "chosen before looking at results"
@@ -432,7 +434,7 @@ def secure_release(data, mechanism_id: str, epsilon, params: dict, *, dataset: s
     mechanism.validate(None, eps, params)
     output_names(formats, ())  # an unknown format is refused before any noise
     ledger = ledger if ledger is not None else Ledger.open()
-    fingerprint = api.content_fingerprint(data)
+    fingerprint = content_fingerprint(data)
     progress(0.05, "Checking the privacy budget")
     ledger.check(dataset, eps, fingerprint=fingerprint, override=override_cap, override_name=override_name)
 
@@ -464,7 +466,7 @@ def secure_release(data, mechanism_id: str, epsilon, params: dict, *, dataset: s
         released = apply_domain(data, items, domain)
     progress(0.1, "Running the mechanism with secure randomness")
     try:
-        release = api.release(released, mechanism_id, epsilon=mechanism_eps, rng=None, cancel=cancel, **params)
+        release = run(released, mechanism_id, mechanism_eps, params, cancel=cancel)
     except ChargedRefusal as refusal:
         budget = refusal.budget
         if discovery is not None:
@@ -569,8 +571,8 @@ def export_release(release, data, out_dir, *, formats=("csv", "json"), reports=(
     progress = progress or no_progress
     formats, reports = list(formats), list(reports)
     names = output_names(formats, reports)
-    require_release(release)
-    entry = (release.report.get("ledger") or {}).get("entry")
+    require_recorded(release)
+    entry = release.report["ledger"]["entry"]
     owned = target is None
     try:
         if owned:

@@ -410,6 +410,12 @@ def project(data, domain: ItemDomain):
                         shape=(matrix.shape[0], domain.size))
     csr.has_sorted_indices = False
     csr.sort_indices()
+    if not pd.Index(labels).is_unique:
+        # two of the data's columns carry one label: a person holds that item once, not twice
+        # (a count that moved by 2 between neighbours would break every mechanism's sensitivity)
+        csr.sum_duplicates()
+        if data.binary:
+            csr.data = np.ones(csr.data.size, dtype=np.uint8)
     present = np.zeros(domain.size, dtype=bool)
     present[mapping[mapping >= 0]] = True
     lost = np.diff(indptr) < np.diff(matrix.indptr)

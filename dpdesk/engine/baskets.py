@@ -32,6 +32,7 @@ from ..errors import DataError
 from ..tasks import CancelToken, ProgressFn, no_progress
 from ..data.textio import MemoryBudget, Source, memory_budget
 from ..data.transactions import _Parser, _Quoted, parse_transactions
+from .relation import list_parts
 
 BASKETS_FORMAT = "dpdesk-baskets-v1"
 FORMAT_KEY, LABELS_KEY, FINGERPRINT_KEY = b"dpdesk.format", b"dpdesk.labels", b"dpdesk.fingerprint"
@@ -345,8 +346,7 @@ def baskets_dataset(path, format: str = "auto", *, name: str | None = None, prog
         if cancel is not None:
             cancel.check()
         items = parquet.read_row_group(group, columns=["items"]).column("items").combine_chunks()
-        offsets = items.offsets.to_numpy()
-        values = items.values.to_numpy()[offsets[0]:offsets[-1]]
+        offsets, values = list_parts(items)
         n = len(items)
         lengths[rows:rows + n] = np.diff(offsets)
         if values.size and (int(values.min()) < 0 or (small and int(values.max()) >= 2**31 - 1)):
