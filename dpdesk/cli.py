@@ -196,9 +196,12 @@ def _declaration(args):
     if args.items is not None and args.domains is not None:
         raise ParameterError("Give --items (incidence data) or --domains (a table of cells), not both.")
     cells = args.domains is not None or args.domains_are_public
+    facts = {"people": args.people, "row_length": args.typical_row_length, "expected_items": args.expected_items,
+             "skew": args.skew}
     return parse_items_option(args.domains if cells else args.items,
                               public=args.domains_are_public if cells else args.items_are_public,
-                              delta=args.delta, share=args.discover_share, bound=args.discover_bound, cells=cells)
+                              delta=args.delta, share=args.discover_share, bound=args.discover_bound, cells=cells,
+                              route=args.discover_route, facts=facts)
 
 
 def _output_folder(text: str) -> str:
@@ -245,7 +248,7 @@ def _print_summary(summary: dict, *, spent: bool) -> None:
 
 def cmd_release(args) -> int:
     from .data import load
-    from .workflow import NOT_COMPARED, default_dataset_name, observed_choice, release_to_files
+    from .workflow import NOT_COMPARED, default_dataset_name, discovery_plan, observed_choice, release_to_files
 
     items = _declaration(args)
     observed = NOT_COMPARED
@@ -288,19 +291,57 @@ def cmd_release(args) -> int:
 
         def read():
             return _load(args)
+    if args.dry_run:
+        return _dry_run(args, mechanism, epsilon, params, dataset, items)
+    if args.out is None:
+        raise ParameterError("Give --out DIR, the folder the release is written to (or --dry-run to see what the "
+                             "release would spend without running it).")
+    plan = discovery_plan(items, mechanism, epsilon, params)  # declared inputs only: told before anything is spent
+    if plan is not None and not args.json:
+        for line in plan.lines():
+            print(f"dpdesk: {line}", file=sys.stderr)
     reports = [r.strip() for r in (args.report or "").split(",") if r.strip()]
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     written = release_to_files(read, mechanism, epsilon, params, Path(args.out), dataset=dataset, items=items,
                                force=args.force, formats=formats, reports=reports,
                                internal_report=args.internal_report, internal_dir=args.internal_out,
                                chosen_how=chosen_how, observed=observed, raw=args.raw,
-                               override_cap=args.override_cap, override_name=args.override_dataset_check)
+                               override_cap=args.override_cap, override_name=args.override_dataset_check,
+                               attributes=_import_options(args).get("attributes"))
     summary = _summary(written, spent=True)
+    if plan is not None:
+        summary["discovery"] = plan.to_json()
     if args.json:
         print(json.dumps(summary, ensure_ascii=False))
     else:
         _print_summary(summary, spent=True)
     _warn_if_nothing_matched(written.release)
+    return 0
+
+
+def _dry_run(args, mechanism, epsilon, params, dataset, items) -> int:
+    """What a release would spend and how its discovery would run: every check on declared inputs,
+    nothing read, no noise, nothing recorded."""
+    from .privacy.ledger import Ledger
+    from .workflow import check_request
+
+    declared = check_request(mechanism, epsilon, params, dataset=dataset, items=items,
+                             override_cap=args.override_cap)
+    status = Ledger.open().status(declared.dataset)
+    plan = declared.discovery
+    delta = plan.chosen.delta if plan is not None else 0.0
+    result = {"dry_run": True, "mechanism": declared.mechanism.id, "dataset": declared.dataset,
+              "epsilon": declared.epsilon, "delta": delta, "dataset_epsilon_spent": status.spent,
+              "cap": status.cap, "cap_remaining": status.remaining,
+              "discovery": plan.to_json() if plan is not None else None}
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+        return 0
+    for line in plan.lines() if plan is not None else []:
+        print(line)
+    spent = f"ε = {declared.epsilon:g}" + (f" and δ ≤ {delta:.3g}" if delta else "")
+    print(f"Dry run: the release of {declared.dataset} with {declared.mechanism.id} would spend {spent}; nothing "
+          "was read, drawn or recorded.")
     return 0
 
 
@@ -355,7 +396,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .evaluation.compare import Entry, run_comparison
+    from .evaluation.compare import AVERAGE, ZEROS, Entry, comparison_table, run_comparison
 
     data = _load(args)
     params = _mechanism_params(args)
@@ -378,7 +419,7 @@ def cmd_compare(args) -> int:
             print(f"\r{fraction:6.1%}  {message[:70]:<70}", end="", file=sys.stderr, flush=True)
 
     comparison = run_comparison(data, entries, epsilons, args.repeats, seed=args.seed, progress=progress,
-                                k=args.k)
+                                k=args.k, raw=args.raw)
     if not args.quiet:
         print(file=sys.stderr)
     out = Path(args.out)
@@ -386,10 +427,13 @@ def cmd_compare(args) -> int:
 
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "results.csv", comparison.results.to_csv(index=False), force=True)
-    atomic_write_text(out / "summary.csv", comparison.summary.to_csv(index=False), force=True)
-    table = comparison.summary.pivot_table(index=["label", "epsilon"], columns="metric", values="mean", sort=False)
-    print(table.to_string(float_format=lambda v: f"{v:,.4g}"))
-    print(f"(seed {comparison.seed}; these results use the true data: internal only)")
+    atomic_write_text(out / "summary.csv", comparison.summary_with_references().to_csv(index=False), force=True)
+    print(comparison_table(comparison).to_string(float_format=lambda v: f"{v:,.4g}"))
+    form = ("raw values (unbiased; fractional or negative as the mechanism made them)" if args.raw else
+            "published form (whole numbers ≥ 0; --raw for the raw values)")
+    print(f"(scored in the {form}; results.csv and summary.csv have both, the raw form as raw_*; "
+          f"'{ZEROS}' and '{AVERAGE}' are references without noise: a mechanism above them publishes less than "
+          f"they would. Seed {comparison.seed}; these results use the true data: internal only)")
     print(out / "results.csv")
     print(out / "summary.csv")
     return 0
@@ -431,7 +475,7 @@ def cmd_recommend(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from .evaluation import planner
+    from .privacy import planner
 
     index = _floats(args.index, "--index") if args.index else None
     z = planner.noise_magnitude(args.epsilon, args.probability, args.sensitivity, index)
@@ -457,6 +501,7 @@ def cmd_plan(args) -> int:
 
 def cmd_ledger(args) -> int:
     from .privacy.ledger import Ledger
+    from .report.export import verify_export
 
     if args.ledger_command == "new":
         entry = Ledger(_ledger_path()).start_new(args.reason)
@@ -502,7 +547,7 @@ def cmd_ledger(args) -> int:
             return 1
         failed = 0
         for folder in args.release or []:
-            mismatch = ledger.verify_export(folder)
+            mismatch = verify_export(ledger, folder)
             if mismatch is None:
                 print(f"{folder}: matches the ledger")
             else:
@@ -622,7 +667,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epsilon", type=float, help="the privacy level ε this release spends")
     p.add_argument("--bound", type=int, help="declared bound Δ: most items per person")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="a mechanism parameter (repeatable)")
-    p.add_argument("--out", required=True, type=_output_folder, help="output folder")
+    p.add_argument("--out", type=_output_folder, help="output folder (required unless --dry-run)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check everything declared and show what the release would spend (and, for --items "
+                        "discover, its threshold and what a stand-in expects), without reading the data or "
+                        "spending anything")
     p.add_argument("--formats", default="csv,json", help="release files: csv, json, parquet (default csv,json)")
     p.add_argument("--report", help="public privacy report formats: html, pdf (e.g. html,pdf)")
     p.add_argument("--internal-report", action="store_true", help="also write the internal (not for publication) report")
@@ -651,10 +700,24 @@ def build_parser() -> argparse.ArgumentParser:
                         help="state that the attribute values in the data file are public; recorded in the report")
     domain.add_argument("--delta", type=float, help="discover: the small probability δ (e.g. 1e-6) that a label held "
                                                     "by very few people is listed")
-    domain.add_argument("--discover-share", type=float, help="discover: the share of ε spent finding the labels "
-                                                             "(default 0.1)")
-    domain.add_argument("--discover-bound", type=int, help="discover: the most items one person contributes to the "
-                                                           "discovery (default: the mechanism's --bound)")
+    domain.add_argument("--discover-route", choices=("one-pass", "two-step"),
+                        help="discover: one-pass (lpa only: the noisy counts themselves choose the items, all of ε) "
+                             "or two-step (a share of ε finds the items, the mechanism counts them); default: "
+                             "chosen from the declared inputs (see --dry-run)")
+    domain.add_argument("--discover-share", type=float, help="discover, two-step: the share of ε spent finding the "
+                                                             "items (default: chosen; attribute values: 0.1)")
+    domain.add_argument("--discover-bound", type=int, help="discover, two-step: the most items one person "
+                                                           "contributes while finding them (default: chosen, at "
+                                                           "most the mechanism's --bound)")
+    facts = p.add_argument_group("discover: declared facts that shape the stand-in planning the discovery "
+                                 "(never read from the data; missing ones are assumed and said to be)")
+    facts.add_argument("--people", type=int, help="about how many people the data holds")
+    facts.add_argument("--typical-row-length", dest="typical_row_length", type=float, metavar="L",
+                       help="about how many items a typical person holds (default: half of --bound)")
+    facts.add_argument("--expected-items", dest="expected_items", type=int,
+                       help="about how many distinct items the data holds")
+    facts.add_argument("--skew", type=float, help="how unequal item popularity is: 0 all alike, 1 typical baskets "
+                                                  "(the default), up to 4")
     p.add_argument("--internal-out", help="folder for the internal report (default: internal-reports/ in dpdesk's "
                                           "own folder; never the public output folder)")
     _add_import_arguments(p)
@@ -686,6 +749,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bound", type=int, help="declared bound Δ: most items per person")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="a mechanism parameter (repeatable)")
     p.add_argument("--k", type=int, default=100, help="k for the top-k metrics")
+    p.add_argument("--raw", action="store_true",
+                   help="rank by the mechanisms' raw values instead of the published whole numbers ≥ 0 (both forms "
+                        "are always in results.csv and summary.csv)")
     p.add_argument("--out", required=True, help="output folder for results.csv (every run) and summary.csv")
     p.add_argument("--quiet", action="store_true", help="do not show progress")
     _add_import_arguments(p)

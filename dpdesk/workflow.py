@@ -11,7 +11,9 @@
 2. Read the data; the ledger checks that this content was not already released under
    another dataset name (renaming must not reset the budget).
 3. Apply the declared domain (:mod:`dpdesk.data.domain`): items outside it are dropped,
-   or, for ``discover``, the domain is chosen privately with a share of ε and a δ.
+   or, for ``discover``, the domain is chosen privately with a δ, by the route
+   :func:`discovery_plan` settles from declared inputs (one pass with the counts, or a share
+   of ε first; :mod:`dpdesk.evaluation.discovery`).
 4. Run the mechanism with the operating system's CSPRNG.
 5. Record the release in the ledger — the ε is spent from here on, and the released
    values are kept in the entry, so ``dpdesk export --entry N`` can always write the files
@@ -27,6 +29,7 @@ recorded and how to write the files.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from glob import escape as glob_escape
 import os
@@ -37,16 +40,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+import scipy.sparse as sp
+
 from . import locks
 from . import mechanisms as registry
 from .data.domain import (DOMAINS_CHOICES_TEXT, HOW_DISCOVERED, HOW_LIST, HOW_PUBLIC_DATA, ITEMS_CHOICES_TEXT,
-                          CellDomain, DomainDeclaration, PublicView, cell_domain_of, declared_domain,
-                          discover_cell_domains, discover_items, project, public_data_domain, read_domains_file,
-                          restrict_cells)
-from .errors import ChargedRefusal, DpdeskError, ExportError, ParameterError
+                          CellDomain, DomainDeclaration, PublicView, cell_domain_of, declared_cell_domain,
+                          declared_domain, project, public_data_domain, read_domains_file, restrict_cells)
+from .errors import ChargedRefusal, DpdeskError, EmptyData, ExportError, ParameterError
+from .evaluation.discovery import DiscoveryPlan, cell_discovery_share, chance_text, plan_discovery
 from .mechanisms.publish import publish, unrounded_release
-from .mechanisms.running import content_fingerprint, run
+from .data.fingerprint import source_digest
+from .mechanisms.running import content_fingerprint, origin_of, run
 from .privacy.budget import BudgetSplit, check_epsilon
+from .mechanisms.discovery import ONE_PASS, ONE_PASS_NOTE, discover_cell_domains, discover_items, stability_histogram
 from .report.export import (RAW_PREFIX, RELEASE_FORMATS, render_release, require_recorded, require_release,
                             sha256_bytes)
 from .tasks import CancelToken, ProgressFn, no_progress
@@ -287,14 +295,28 @@ class Declared:
     items: DomainDeclaration | None
     domain: object = None  # the item domain, when known without the data (a list or a range)
     cell_domains: dict | None = None  # attribute domains from a --domains file
+    discovery: DiscoveryPlan | None = None  # how ``--items discover`` will run (declared inputs only)
+
+
+def discovery_plan(items: DomainDeclaration | None, mechanism_id: str, epsilon, params: dict) -> DiscoveryPlan | None:
+    """The discovery a release will run, from declared inputs only (None unless items are discovered).
+
+    Its route, threshold and the stand-in's expectations (how many items, the chance of none)
+    can be shown before anything is spent: ``dpdesk release --dry-run``, and the GUI."""
+    if items is None or items.kind != HOW_DISCOVERED or items.cells:
+        return None
+    mechanism = registry.get(mechanism_id)
+    eps = check_epsilon(epsilon)
+    return plan_discovery(items, mechanism.id, eps, mechanism.validate(None, eps, params))
 
 
 def check_request(mechanism_id: str, epsilon, params: dict, *, dataset: str, items: DomainDeclaration | None,
-                  ledger=None, override_cap: bool = False, carried=None) -> Declared:
+                  ledger=None, override_cap: bool = False, carried=None, attributes=None) -> Declared:
     """Every check that needs only declared inputs: refuse here, before the data is read.
 
     ``carried`` is the domain the data already carries (declared through the API), when
-    ``items`` is None.
+    ``items`` is None; ``attributes`` the attribute columns the import will use (for cells
+    declared with a domains file: the mechanism is checked against their m before reading).
     """
     from .privacy.ledger import Ledger, check_dataset_name
 
@@ -312,25 +334,41 @@ def check_request(mechanism_id: str, epsilon, params: dict, *, dataset: str, ite
     if items is None:
         raise ParameterError(ITEMS_CHOICES_TEXT if mechanism.data_kind == "incidence" else DOMAINS_CHOICES_TEXT)
     if items.cells != (mechanism.data_kind == "cells"):
-        option = "--domains" if mechanism.data_kind == "cells" else "--items"
-        raise ParameterError(f"'{mechanism_id}' needs its domain declared with {option}. "
-                             + (DOMAINS_CHOICES_TEXT if mechanism.data_kind == "cells" else ITEMS_CHOICES_TEXT))
+        raise ParameterError(kind_mismatch(mechanism))
     declared = Declared(mechanism, eps, params, dataset, items)
     if items.kind == HOW_DISCOVERED:
-        share_eps = eps * items.share
-        if not items.cells and items.bound is None and params.get("bound") is None:
-            raise ParameterError("--items discover needs a bound on how many items one person contributes to the "
-                                 "discovery: give --discover-bound K (or the mechanism's --bound).")
-        mechanism.validate(None, eps - share_eps, params)
+        if items.cells:
+            mechanism.validate(None, eps * (1 - cell_discovery_share(items)), params)
+        else:
+            declared.discovery = discovery_plan(items, mechanism_id, eps, params)
+            mechanism.validate(None, declared.discovery.mechanism_epsilon, params)
     elif not items.cells:
         declared.domain = declared_domain(items)
         if declared.domain is not None:
             mechanism.validate(PublicView("incidence", declared.domain), eps, params)
     elif items.kind == HOW_LIST:
         declared.cell_domains = read_domains_file(items.path)
+        cells = declared_cell_domain(items.path, attributes)
+        if cells is not None:
+            mechanism.validate(PublicView("cells", cells, dataset), eps, params)
     ledger = ledger if ledger is not None else Ledger.open()
     ledger.check(dataset, eps, override=override_cap)  # the cap: before reading, before any noise
     return declared
+
+
+def kind_mismatch(mechanism) -> str:
+    """One sentence for a mechanism given the other shape of data (or its declaration), with the way out.
+
+    The sparse summaries (Cormode) bound a person's influence by one record, one cell: a basket
+    holds several items, for which their noise is not made. So a basket file is released with an
+    item mechanism (each person truncated to Δ items), a table of records with a summary."""
+    if mechanism.data_kind == "cells":
+        return (f"'{mechanism.id}' summarises a table in which each person is one record (one cell), declared with "
+                "--domains; a basket file, where one person holds several items, is released with an item "
+                "mechanism such as lpa or gs and --items … --bound Δ (dpdesk mechanisms lists them).")
+    return (f"'{mechanism.id}' counts the items of baskets (people × items), declared with --items; a table of "
+            "records is summarised by geometric, filter, threshold, priority, … with --domains (dpdesk mechanisms "
+            "lists them).")
 
 
 # --- how the mechanism was chosen: what the steward states, what dpdesk observed ------------------
@@ -432,72 +470,103 @@ def secure_release(data, mechanism_id: str, epsilon, params: dict, *, dataset: s
         raise ParameterError(f"'{mechanism_id}' is a non-private comparison aid and cannot be released.")
     eps = check_epsilon(epsilon)
     mechanism.validate(None, eps, params)
+    if data.kind != mechanism.data_kind:  # the file's format decided it: before any noise, nothing spent
+        raise ParameterError(kind_mismatch(mechanism))
     output_names(formats, ())  # an unknown format is refused before any noise
     ledger = ledger if ledger is not None else Ledger.open()
     fingerprint = content_fingerprint(data)
+    source = source_digest(getattr(origin_of(data), "source", None))
     progress(0.05, "Checking the privacy budget")
-    ledger.check(dataset, eps, fingerprint=fingerprint, override=override_cap, override_name=override_name)
+    # from the check to the record, no other release of this dataset (or of this data) can be
+    # checked: it would not see this one's ε (Ledger.reserve)
+    with ledger.reserve(dataset, (fingerprint, source), cancel=cancel,
+                        waiting=lambda: progress(0.05, f"Waiting for another release of '{dataset}' to be recorded")):
+        ledger.check(dataset, eps, fingerprint=fingerprint, source=source, override=override_cap,
+                     override_name=override_name)
 
-    discovery = None
-    if items is not None and items.kind == HOW_DISCOVERED:
-        progress(0.08, "Discovering the items privately")
-        discovery = BudgetSplit(eps * items.share)
-        mechanism_eps = eps - discovery.total
-        if data.kind == "incidence":
-            bound = items.bound if items.bound is not None else int(params["bound"])
-            found = discover_items(data, discovery.total, items.delta, bound, SecureRandom())
-            released = project(data, found)
-            what = "discover the items (noisy threshold)"
+        discovery = None
+        plan = discovery_plan(items, mechanism_id, eps, params)  # declared inputs only
+        one_pass = plan is not None and plan.route == ONE_PASS
+        if items is not None and items.kind == HOW_DISCOVERED:
+            progress(0.08, "Discovering the items privately")
+            if one_pass:  # the counts that choose the items are the release: all of ε in one step
+                found, noisy = stability_histogram(data, eps, items.delta, plan.discovery_bound, SecureRandom())
+                released = project(data, found)
+                discovery = BudgetSplit(eps).add("discover the items and count them (one pass)", eps,
+                                                 found.statement(), delta=found.delta)
+            elif data.kind == "incidence":
+                discovery = BudgetSplit(plan.discovery_epsilon)
+                found = discover_items(data, discovery.total, items.delta, plan.discovery_bound, SecureRandom())
+                released = project(data, found)
+                discovery.add("discover the items (noisy threshold)", discovery.total, found.statement(),
+                              delta=found.delta)
+            else:
+                discovery = BudgetSplit(eps * cell_discovery_share(items))
+                found = discover_cell_domains(data, discovery.total, items.delta, SecureRandom())
+                released = restrict_cells(data, found)
+                discovery.add("discover the attribute values (noisy threshold)", discovery.total,
+                              found.statement(), delta=found.delta)
+            mechanism_eps = eps if one_pass else eps - discovery.total
+            if found.size == 0:
+                chances = ("" if plan is None else " Before the release, a stand-in gave this a chance of "
+                           f"{chance_text(plan.chosen.chance_nothing)}.")
+                _charge(ledger, dataset, (fingerprint, source), mechanism_id, params, discovery,
+                        "No item passed the discovery threshold, so there is nothing to release." + chances)
+            try:
+                mechanism.validate(PublicView(released.kind, released.domain, dataset), mechanism_eps, params)
+            except ParameterError as error:
+                _charge(ledger, dataset, (fingerprint, source), mechanism_id, params, discovery,
+                        f"The discovered domain does not suit the mechanism: {error}")
         else:
-            found = discover_cell_domains(data, discovery.total, items.delta, SecureRandom())
-            released = restrict_cells(data, found)
-            what = "discover the attribute values (noisy threshold)"
-        discovery.add(what, discovery.total, found.statement(), delta=found.delta)
-        if found.size == 0:
-            _charge(ledger, dataset, fingerprint, mechanism_id, params, discovery,
-                    "No item passed the discovery threshold, so there is nothing to release.")
-        try:
-            mechanism.validate(PublicView(released.kind, released.domain, dataset), mechanism_eps, params)
-        except ParameterError as error:
-            _charge(ledger, dataset, fingerprint, mechanism_id, params, discovery,
-                    f"The discovered domain does not suit the mechanism: {error}")
-    else:
-        mechanism_eps = eps
-        released = apply_domain(data, items, domain)
-    progress(0.1, "Running the mechanism with secure randomness")
-    try:
-        release = run(released, mechanism_id, mechanism_eps, params, cancel=cancel)
-    except ChargedRefusal as refusal:
-        budget = refusal.budget
-        if discovery is not None:
-            budget = _combined(discovery, budget, eps)
-        _charge(ledger, dataset, fingerprint, mechanism_id, params, budget, str(refusal))
-    if discovery is not None:
-        _prepend(release, discovery, eps)
-    require_release(release)
-    release.data = released
-    domain = getattr(released, "domain", None)
-    release.internal.update(getattr(domain, "internal", None) or {})
-    if getattr(released, "dropped_records", 0):
-        release.internal["records dropped (a value outside the declared domains)"] = released.dropped_records
-    release.dataset_name = dataset
-    stated = (chosen_how or "").strip() or DEFAULT_CHOSEN
-    release.report["how_chosen"] = stated  # read by earlier dpdesk versions and scripts
-    release.report["choice"] = {"stated": stated, "observed": observed or NOT_COMPARED}
-    publish(release, raw=raw)
-    data_formats = [f for f in formats if f != "json"]
-    files = render_release(release, data_formats)
-    hashes = {name: sha256_bytes(content) for name, content in files.items()}
-    recorded = dict(hashes)
-    if release.unrounded is not None:  # the raw form's files too, so `export --entry N --raw` can be checked
-        raw_files = render_release(unrounded_release(release), data_formats)
-        recorded.update({RAW_PREFIX + name: sha256_bytes(content) for name, content in raw_files.items()})
-    progress(0.8, "Recording the release in the budget ledger")
-    entry = ledger.record(release, fingerprint, recorded, override=override_cap, override_name=override_name)
-    _refer_to_entry(release, ledger, entry, dataset)
-    if "json" in formats:
-        files.update(render_release(release, ["json"], data_hashes=hashes))
-    return release, files
+            mechanism_eps = eps
+            released = apply_domain(data, items, domain)
+            if getattr(released.domain, "size", 1) == 0:  # a declared fact: the public labels are none
+                raise ParameterError(f"The declared {'items' if released.kind == 'incidence' else 'cells'} are "
+                                     "none (the file has no labels of its own), so there is nothing to release. "
+                                     "No noise was drawn.")
+        progress(0.1, "Running the mechanism with secure randomness")
+        if one_pass:
+            values = mechanism.validate(None, eps, params)
+            release = mechanism.release_noisy_counts(released, eps, values, noisy, discovery, SecureRandom(),
+                                                     {"rows_truncated": found.internal["rows truncated"]})
+            release.dataset_fingerprint = fingerprint
+            release.report["notes"].append(ONE_PASS_NOTE)
+        else:
+            try:
+                release = run(released, mechanism_id, mechanism_eps, params, cancel=cancel)
+            except ChargedRefusal as refusal:
+                budget = refusal.budget
+                if discovery is not None:
+                    budget = _combined(discovery, budget, eps)
+                _charge(ledger, dataset, (fingerprint, source), mechanism_id, params, budget, str(refusal))
+            if discovery is not None:
+                _prepend(release, discovery, eps)
+        release.discovery_plan = plan
+        require_release(release)
+        release.data = released
+        domain = getattr(released, "domain", None)
+        release.internal.update(getattr(domain, "internal", None) or {})
+        if getattr(released, "dropped_records", 0):
+            release.internal["records dropped (a value outside the declared domains)"] = released.dropped_records
+        release.dataset_name = dataset
+        stated = (chosen_how or "").strip() or DEFAULT_CHOSEN
+        release.report["how_chosen"] = stated  # read by earlier dpdesk versions and scripts
+        release.report["choice"] = {"stated": stated, "observed": observed or NOT_COMPARED}
+        publish(release, raw=raw)
+        data_formats = [f for f in formats if f != "json"]
+        files = render_release(release, data_formats)
+        hashes = {name: sha256_bytes(content) for name, content in files.items()}
+        recorded = dict(hashes)
+        if release.unrounded is not None:  # the raw form's files too, so `export --entry N --raw` can be checked
+            raw_files = render_release(unrounded_release(release), data_formats)
+            recorded.update({RAW_PREFIX + name: sha256_bytes(content) for name, content in raw_files.items()})
+        progress(0.8, "Recording the release in the budget ledger")
+        entry = ledger.record(release, fingerprint, recorded, source=source, override=override_cap,
+                              override_name=override_name)
+        _refer_to_entry(release, ledger, entry, dataset)
+        if "json" in formats:
+            files.update(render_release(release, ["json"], data_hashes=hashes))
+        return release, files
 
 
 def apply_domain(data, items: DomainDeclaration | None, domain=None):
@@ -531,8 +600,9 @@ def _with_cell_domain(cells, domain):
     return declared
 
 
-def _charge(ledger, dataset, fingerprint, mechanism_id, params, budget, why: str):
-    entry = ledger.record_charged(dataset, fingerprint, mechanism_id, params, budget, why)
+def _charge(ledger, dataset, keys, mechanism_id, params, budget, why: str):
+    fingerprint, source = keys
+    entry = ledger.record_charged(dataset, fingerprint, mechanism_id, params, budget, why, source=source)
     spent = f"ε = {budget.spent:.4g}" + (f" and δ = {budget.delta:.3g}" if budget.delta else "")
     raise ChargedRefusal(f"{why} This used the data, so the {spent} it spent was recorded in the budget ledger "
                          f"(entry #{entry.id}). Nothing was published.", budget)
@@ -572,7 +642,7 @@ def export_release(release, data, out_dir, *, formats=("csv", "json"), reports=(
     formats, reports = list(formats), list(reports)
     names = output_names(formats, reports)
     require_recorded(release)
-    entry = release.report["ledger"]["entry"]
+    entry = (release.report.get("ledger") or {}).get("entry")
     owned = target is None
     try:
         if owned:
@@ -661,7 +731,8 @@ def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *,
                      observed: str | None = None, raw: bool = False,
                      override_cap: bool = False, override_name: bool = False,
                      pdf_writer: Callable[[str], bytes] | None = None, ledger=None, comparison=None,
-                     progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> list[Path]:
+                     attributes=None, progress: ProgressFn | None = None,
+                     cancel: CancelToken | None = None) -> list[Path]:
     """Release with secure randomness, record it in the ledger and write the files (module notes).
 
     ``data`` may be the data itself, or a function that reads it — called only after every
@@ -679,7 +750,8 @@ def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *,
         dataset = loaded.name
     carried = loaded is not None and items is None and getattr(loaded, "domain", None) is not None
     declared = check_request(mechanism_id, epsilon, params, dataset=dataset, items=items, ledger=ledger,
-                             override_cap=override_cap, carried=loaded.domain if carried else None)
+                             override_cap=override_cap, carried=loaded.domain if carried else None,
+                             attributes=attributes)
     if "pdf" in reports and pdf_writer is None:
         from .report.pdf import html_to_pdf as pdf_writer  # fails now (a missing library), not after the noise
     if internal_report:  # the internal report cannot be written again later: its folder must work now
@@ -693,7 +765,10 @@ def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *,
     with prepare_export(out_dir, names, force=force) as target:
         if loaded is None:
             progress(0.02, "Reading the data")
-            loaded = data()  # as it is: the domain is applied after, so the fingerprint is of the whole file
+            try:
+                loaded = data()  # as it is: the domain is applied after, so the fingerprint is of the whole file
+            except EmptyData:
+                loaded = no_one(declared)
         release, files = secure_release(loaded, mechanism_id, epsilon, params, dataset=dataset, items=items,
                                         domain=None if items is None else declared.domain, chosen_how=chosen_how,
                                         observed=observed, raw=raw, override_cap=override_cap,
@@ -705,6 +780,31 @@ def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *,
                                          progress=progress))
         written.release = release
         return written
+
+
+def no_one(declared: Declared):
+    """The dataset of no people, for a release whose file (or query) holds no one.
+
+    Refusing it would be a decision on the data — D = ∅ and D plus one person would differ
+    in whether anything is released — so it is released like any data: every declared item
+    (or cell) gets its noise. What cannot be released from it is refused by a declared fact
+    (the file's own labels, stated to be public, are none).
+    """
+    from .data.dataset import CellCounts, Dataset
+
+    name = declared.dataset
+    if declared.mechanism.data_kind == "incidence":
+        empty = Dataset(sp.csr_matrix((0, 0), dtype=np.uint8), np.array([], dtype=object), name=name)
+    elif declared.items is not None and declared.items.kind == HOW_LIST:
+        cells = declared_cell_domain(declared.items.path, None)
+        empty = CellCounts(np.zeros(0, np.int64), np.zeros(0, np.int64), cells.size,
+                           attributes=list(cells.attributes), domains=[list(v) for v in cells.values], name=name)
+    else:
+        raise ParameterError("The data holds no one, so it has no attribute values of its own to declare public. "
+                             "Declare the values with --domains FILE to release the table. No noise was drawn.")
+    # all empty data is alike: its fingerprint must not tie two populations' budgets together
+    empty.fingerprint = hashlib.sha256(f"no one in {name}".encode("utf-8")).hexdigest()
+    return empty
 
 
 def reexport(entry_id: int, out_dir, *, formats=("csv", "json"), reports=(), force: bool = False, raw: bool = False,

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 import dpdesk
 from dpdesk import cli
-from dpdesk.data.domain import discover_items, discovery_threshold
+from dpdesk.mechanisms.discovery import discover_items, discovery_threshold
 from dpdesk.errors import DataError, ParameterError
 from dpdesk.privacy.ledger import Ledger
 from dpdesk.privacy.randomness import SeededRandom
@@ -285,7 +285,8 @@ def test_a_discovery_that_finds_nothing_is_charged_and_says_so(tmp_path, dpdesk_
     tiny = dpdesk.from_matrix(sp.identity(5, format="csr", dtype=np.int64), name="tiny")
     csv = _pairs_csv(tmp_path / "tiny.csv", tiny)
     assert cli.main(["release", str(csv), "--mechanism", "lpa", "--epsilon", "0.5", "--bound", "1",
-                     "--items", "discover", "--delta", "1e-6", "--out", str(tmp_path / "out")]) == 2
+                     "--items", "discover", "--delta", "1e-6", "--discover-share", "0.1",
+                     "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "No item passed" in err and "recorded in the budget ledger" in err
     entry = Ledger.open().entries()[-1]

@@ -9,6 +9,8 @@ F the stand-in uses declared facts only (in tests/gui); G/H/I refusals decided b
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -17,6 +19,7 @@ import dpdesk
 from dpdesk.data.domain import declare, project
 from dpdesk.data.tabular import item_label
 from dpdesk.engine import scan
+from tests.conftest import DATA
 
 
 # --- B: labels unique by construction; no row holds an item twice --------------------------------
@@ -126,3 +129,162 @@ def test_api_releases_are_recorded_capped_and_only_recorded_ones_export(dpdesk_h
         export_release(unrecorded, data, tmp_path / "never")
     assert not (tmp_path / "never").exists()
     assert Ledger.open().totals()["clinic"].spent == pytest.approx(3.0)
+
+
+# --- D: the same raw source read another way is the same people -----------------------------------
+
+def test_the_same_file_read_another_way_under_another_name_is_refused(dpdesk_home, tmp_path, capsys):
+    from dpdesk import cli
+
+    groceries = str(DATA / "groceries.csv.gz")
+    assert cli.main(["release", groceries, "--mechanism", "lpa", "--epsilon", "2.5", "--bound", "5",
+                     "--items", "from-data", "--items-are-public", "--out", str(tmp_path / "a")]) == 0
+    # --header drops the first basket: other content, the same file and the same people
+    assert cli.main(["release", groceries, "--header", "--mechanism", "lpa", "--epsilon", "2.5", "--bound", "5",
+                     "--items", "from-data", "--items-are-public", "--dataset", "groceries-2",
+                     "--out", str(tmp_path / "b")]) == 2
+    assert "already released as dataset 'groceries'" in capsys.readouterr().err
+    assert not (tmp_path / "b").exists()
+
+
+def test_records_released_as_items_then_as_cells_under_another_name_is_refused(dpdesk_home, tmp_path, capsys):
+    from dpdesk import cli
+    from dpdesk.privacy.ledger import Ledger
+
+    adult = str(DATA / "adult.data.gz")
+    assert cli.main(["release", adult, "--format", "records", "--no-header", "--mechanism", "lpa", "--epsilon", "1",
+                     "--bound", "15", "--items", "from-data", "--items-are-public", "--dataset", "census",
+                     "--out", str(tmp_path / "items")]) == 0
+    assert cli.main(["release", adult, "--format", "records", "--no-header", "--attributes", "9,14",
+                     "--mechanism", "geometric", "--epsilon", "1", "--domains", "from-data", "--domains-are-public",
+                     "--dataset", "census-cells", "--out", str(tmp_path / "cells")]) == 2
+    assert "already released as dataset 'census'" in capsys.readouterr().err
+    assert set(Ledger.open().totals()) == {"census"}
+
+
+# --- E: budget reserved from the check to the record, charged refusals included ------------------
+
+RACE = """
+import sys, time
+import dpdesk.workflow as workflow
+from dpdesk import cli
+
+found = workflow.discover_items
+
+def slow_discovery(*args, **kwargs):  # the window between the cap check and the charge, widened
+    time.sleep(4)
+    return found(*args, **kwargs)
+
+workflow.discover_items = slow_discovery
+sys.exit(cli.main(["release", sys.argv[1], "--mechanism", "lpa", "--epsilon", "0.5", "--bound", "1",
+                   "--items", "discover", "--discover-share", "0.9", "--delta", "1e-6", "--dataset", "tiny",
+                   "--out", sys.argv[2]]))
+"""
+
+
+def test_concurrent_charged_refusals_never_pass_the_cap(dpdesk_home, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from dpdesk import cli
+    from dpdesk.privacy.ledger import Ledger
+
+    baskets = tmp_path / "tiny.dat"
+    baskets.write_text("".join(f"{k}\n" for k in range(6)))  # six people, six items: nothing can pass
+    assert cli.main(["release", str(baskets), "--mechanism", "lpa", "--epsilon", "2.5", "--bound", "1",
+                     "--items", "from-data", "--items-are-public", "--dataset", "tiny",
+                     "--out", str(tmp_path / "first")]) == 0
+    env = dict(os.environ, DPDESK_HOME=str(dpdesk_home), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    racers = [subprocess.Popen([sys.executable, "-c", RACE, str(baskets), str(tmp_path / f"out{k}")], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in range(2)]
+    outcomes = [racer.communicate(timeout=120) for racer in racers]
+    errors = "".join(err for _, err in outcomes)
+    status = Ledger.open().status("tiny")
+    assert status.spent <= 3.0 + 1e-9, errors
+    assert status.spent == pytest.approx(2.5 + 0.45)  # one was charged, the other refused before its check
+    assert "This release would spend ε = 0.5" in errors and "recorded in the budget ledger" in errors
+    charged = [e for e in Ledger.open().entries("tiny") if e.kind == "charged"]
+    assert len(charged) == 1 and not charged[0].overrides
+
+
+def test_a_charge_past_the_cap_is_recorded_as_an_override(dpdesk_home):
+    from dpdesk.privacy.budget import BudgetSplit
+    from dpdesk.privacy.ledger import Ledger
+
+    ledger = Ledger.open()
+    ledger.set_cap("tiny", 0.5, "a small cap")
+    spent = BudgetSplit(0.4)
+    spent.add("discover the items", 0.4, "found nothing")
+    assert ledger.record_charged("tiny", "f" * 64, "lpa", {}, spent, "nothing found").overrides == []
+    assert ledger.record_charged("tiny", "f" * 64, "lpa", {}, spent, "nothing found").overrides == ["cap"]
+
+
+# --- G, H: a declared cell domain decides before reading, over the attributes used ----------------
+
+def _domains_file(tmp_path):
+    import json
+
+    path = tmp_path / "domains.json"
+    path.write_text(json.dumps({"sex": ["F", "M"], "smoker": ["no", "yes"], "age": "range:2"}), encoding="utf-8")
+    return path
+
+
+def test_a_declared_cell_domain_is_checked_against_the_mechanism_before_reading(dpdesk_home, tmp_path, capsys):
+    from dpdesk import cli
+
+    missing = tmp_path / "not-there.csv"  # m = 8 > max_cells = 5: refused before the file is looked for
+    assert cli.main(["release", str(missing), "--format", "cells", "--mechanism", "geometric", "--epsilon", "1",
+                     "--param", "max_cells=5", "--domains", str(_domains_file(tmp_path)),
+                     "--out", str(tmp_path / "o")]) == 2
+    assert "max_cells = 5" in capsys.readouterr().err
+    # over the attributes the import uses: m = 4 fits, so now the missing file is what stops it
+    assert cli.main(["release", str(missing), "--format", "records", "--attributes", "sex,smoker",
+                     "--mechanism", "geometric", "--epsilon", "1", "--param", "max_cells=5",
+                     "--domains", str(_domains_file(tmp_path)), "--out", str(tmp_path / "o")]) == 2
+    assert "max_cells" not in capsys.readouterr().err
+
+
+def test_recommend_counts_cells_over_the_chosen_attributes_only(tmp_path, capsys):
+    import json
+
+    from dpdesk import cli
+
+    table = tmp_path / "survey.csv"
+    table.write_text("sex,smoker,age\nF,no,0\nM,yes,1\n", encoding="utf-8")
+    assert cli.main(["recommend", str(table), "--format", "records", "--attributes", "sex,smoker", "--epsilon", "1",
+                     "--domains", str(_domains_file(tmp_path)), "--json"]) == 0
+    advice = json.loads(capsys.readouterr().out)
+    assert advice["declared"]["cells"] == 4  # 2 × 2, not 2 × 2 × 2 over every attribute of the file
+
+
+# --- I: a file or a query that holds no one is data too -------------------------------------------
+
+def test_an_empty_file_or_query_is_released_like_any_data(dpdesk_home, tmp_path, capsys):
+    import sqlite3
+
+    import pandas as pd
+
+    from dpdesk import cli
+    from dpdesk.privacy.ledger import Ledger
+
+    empty = tmp_path / "empty.dat"
+    empty.write_bytes(b"")
+    header_only = tmp_path / "pairs.csv"
+    header_only.write_text("person,item\n", encoding="utf-8")
+    database = tmp_path / "clinic.sqlite"
+    with sqlite3.connect(database) as con:
+        con.execute("CREATE TABLE visits (person TEXT, item TEXT)")
+    runs = {"a": [str(empty)], "b": [str(header_only), "--format", "pairs"],
+            "c": ["--sql", f"sqlite:///{database}", "--query", "SELECT person, item FROM visits", "--dataset", "q"]}
+    for out, source in runs.items():
+        assert cli.main(["release", *source, "--mechanism", "lpa", "--epsilon", "1", "--bound", "2",
+                         "--items", "range:5", "--out", str(tmp_path / out)]) == 0, capsys.readouterr().err
+        assert len(pd.read_csv(tmp_path / out / "release.csv")) == 5
+    assert sorted(Ledger.open().totals()) == ["empty", "pairs", "q"]
+    # the file's own labels, stated public, are none: refused by that declared fact, before any noise
+    assert cli.main(["release", str(empty), "--mechanism", "lpa", "--epsilon", "1", "--bound", "2",
+                     "--items", "from-data", "--items-are-public", "--dataset", "other",
+                     "--out", str(tmp_path / "d")]) == 2
+    assert "nothing to release" in capsys.readouterr().err
+    assert "other" not in Ledger.open().totals()

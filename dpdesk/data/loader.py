@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DataError, ParameterError
+from ..errors import DataError, EmptyData, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress, scaled
 from .dataset import CellCounts, Dataset, build_incidence
 from .detect import FORMATS, binary_kind, sniff
@@ -99,7 +99,7 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
     if sheet not in (None, "") and sniffed.kind != "xlsx":
         raise ParameterError(f"The sheet option is for Excel workbooks; {path.name} is {sniffed.a_kind} file.")
     fmt, delimiter, header = layout(sniffed, format, options, path)
-    name = options.get("name") or _display_name(path)
+    name = options.get("name") or display_name(path)
     source_record = {"path": str(path), "format": fmt, "encoding": sniffed.encoding,
                      "delimiter": "whitespace" if delimiter is None else delimiter, "header": header}
     for key in ("person", "item", "value", "keep_values", "id_column", "attributes", "domains", "count"):
@@ -151,7 +151,7 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
             dataset = table_to_cells(table, count=options.get("count"), attributes=options.get("attributes"),
                                      domains=options.get("domains"), name=name, source=source_record)
     if dataset.kind == "incidence" and dataset.n_rows == 0:
-        raise DataError("the file contains no people", path=path, expected="at least one line of data")
+        raise EmptyData("the file contains no people", path=path, expected="at least one line of data")
     progress(1.0, "Loaded")
     return dataset
 
@@ -162,7 +162,7 @@ def _read_in_memory(path) -> bool:
     return kind not in (None, "parquet")
 
 
-def _display_name(path: Path) -> str:
+def display_name(path: Path) -> str:
     name = path.name
     for suffix in (".gz",):
         if name.endswith(suffix):

@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, ParameterError
+from ..errors import DataError, EmptyData, ParameterError
 from .dataset import CellCounts, Dataset, build_incidence, natural_order
 from .detect import COUNT_NAMES
 from .textio import (MAX_FIELD_BYTES, MemoryBudget, Source, TextCheck, checked_text, format_size, memory_budget,
@@ -116,7 +116,7 @@ class _Columns:
         """The first non-blank line: the header (names) or the first row (its width)."""
         self.width = len(first)
         names = [f.strip() for f in first] if self.header else [f"column {k + 1}" for k in range(self.width)]
-        self.names = _distinct_names(names)
+        self.names = distinct_names(names)
         chosen = self.wanted(self.names) if self.wanted is not None else None
         chosen = set(self.names if chosen is None else chosen)
         self.keep = [k for k, name in enumerate(self.names) if name in chosen]
@@ -168,9 +168,9 @@ class _Columns:
 
     def table(self) -> Table:
         if self.names is None:
-            raise DataError("the file has no data lines", path=self.path, expected="at least one line of data")
+            raise EmptyData("the file has no data lines", path=self.path, expected="at least one line of data")
         if self.rows == 0:
-            raise DataError("the file has a header but no data lines" if self.header else "the file has no data lines",
+            raise EmptyData("the file has a header but no data lines" if self.header else "the file has no data lines",
                             path=self.path, expected="at least one line of data after the header" if self.header
                             else "at least one line of data")
         codes, uniques = {}, {}
@@ -227,7 +227,7 @@ def _reading(progress, consumed: int, total: int) -> None:
         progress(min(consumed / max(total, 1), 1.0), f"Reading the table: {format_size(consumed)}")
 
 
-def _distinct_names(names: list[str]) -> list[str]:
+def distinct_names(names: list[str]) -> list[str]:
     """Column names made distinct (``a``, ``a.1``), as pandas would."""
     seen: dict[str, int] = {}
     result = []
@@ -457,7 +457,7 @@ def _read_parquet(source: Source, budget: MemoryBudget, wanted=None) -> Table:
     parquet = _parquet_file(source, budget)
     path = source.path
     try:
-        names = _distinct_names([str(name) for name in parquet.schema_arrow.names])
+        names = distinct_names([str(name) for name in parquet.schema_arrow.names])
         keep = wanted(names) if wanted is not None else None
         keep = names if keep is None else [n for n in names if n in set(keep)]
         n_rows = int(parquet.metadata.num_rows)

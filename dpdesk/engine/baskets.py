@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import DataError
+from ..errors import DataError, EmptyData
 from ..tasks import CancelToken, ProgressFn, no_progress
 from ..data.textio import MemoryBudget, Source, memory_budget
-from ..data.transactions import _Parser, _Quoted, parse_transactions
+from ..data.transactions import Tokenizer, QuotedFields, parse_transactions
 from .relation import list_parts
 
 BASKETS_FORMAT = "dpdesk-baskets-v1"
@@ -55,7 +55,7 @@ class _Restart(Exception):
     """The file turned out to hold labels after integer ids were already written: read it again."""
 
 
-class _PieceParser(_Parser):
+class _PieceParser(Tokenizer):
     """The loader's tokenizer, handing every complete line on to ``sink`` instead of keeping it."""
 
     def __init__(self, *args, sink, force_labels: bool = False):
@@ -211,7 +211,7 @@ def write_baskets(source: Source, out: Path, *, delimiter: str | None, encoding:
             except _Restart:
                 writer.writer.close()
                 force_labels = True
-            except _Quoted:
+            except QuotedFields:
                 writer.writer.close()
                 lines = parse_transactions(source, delimiter=delimiter, encoding=encoding, automatic=automatic,
                                            header=header, budget=budget, progress=progress, cancel=cancel)
@@ -221,7 +221,7 @@ def write_baskets(source: Source, out: Path, *, delimiter: str | None, encoding:
         labels = None if lines.integers else list(lines.labels)
         writer.close(labels)
         if writer.rows == 0:
-            raise DataError("the file contains no people", path=source.path, expected="at least one line of data")
+            raise EmptyData("the file contains no people", path=source.path, expected="at least one line of data")
         os.replace(partial, out)
     finally:
         if partial.exists():
@@ -384,7 +384,7 @@ def baskets_dataset(path, format: str = "auto", *, name: str | None = None, prog
         matrix.has_sorted_indices = False
         matrix.sort_indices()
     if lengths.size == 0:
-        raise DataError("the file contains no people", path=path, expected="at least one line of data")
+        raise EmptyData("the file contains no people", path=path, expected="at least one line of data")
     display = name or Path(path).name
     progress(1.0, "Loaded")
     dataset = Dataset(matrix, mapping.natural_labels, name=display,

@@ -128,7 +128,7 @@ def fresh_name(prefix: str) -> str:
 def csv_reader(engine, path, *, delimiter: str | None, header: bool, width: int) -> str:
     """DuckDB's reader for a delimited text table, every column as text (c0, c1, …)."""
     if delimiter is None:
-        from .backend import EngineUnsupported
+        from .base import EngineUnsupported
 
         raise EngineUnsupported("The engine reads whitespace-separated tables only as transactions; "
                              "use a comma, tab, semicolon or pipe delimiter, or --engine memory.")

@@ -13,13 +13,14 @@ import numpy as np
 
 from ..data.dataset import CellCounts, natural_order
 from ..data.detect import a_kind, binary_kind, sniff
-from ..data.loader import OPTION_NAMES, _display_name, layout
-from ..data.tabular import _distinct_names, resolve_column
+from ..data.loader import OPTION_NAMES, display_name, layout
+from ..data.tabular import distinct_names, resolve_column
 from ..data.textio import memory_budget, open_source
 from ..data.tabular import delimiters_in_words
-from ..errors import DataError, ParameterError
+from ..errors import DataError, EmptyData, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress, scaled
-from .backend import EngineUnsupported, open_engine
+from .backend import open_engine
+from .base import EngineUnsupported
 from .baskets import read_baskets_metadata, seal_baskets, write_baskets, write_relation_baskets
 from .dataset import EngineDataset
 from .relation import (baskets_relation, csv_reader, pairs_relation, quote_name, records_relation, table_columns,
@@ -46,7 +47,7 @@ def read_file(path, format: str = "auto", *, engine: str = "duckdb", spark_maste
         raise EngineUnsupported(f"The {engine} engine reads text files and Parquet; {path.name} is {a_kind(kind)} "
                                 "file, which dpdesk reads in memory: use --engine memory (or auto).")
     baskets = read_baskets_metadata(path) if not source.compressed else None
-    name = options.get("name") or _display_name(path)
+    name = options.get("name") or display_name(path)
     backend = open_engine(engine, memory_limit=options.get("memory_limit"), spark_master=spark_master)
     try:
         if baskets is not None:
@@ -195,13 +196,13 @@ def _text_names(source, delimiter: str | None, header: bool, encoding: str, path
         if line.strip():
             break
     else:
-        raise DataError("the file contains no records", path=path, expected="at least one line of data")
+        raise EmptyData("the file contains no records", path=path, expected="at least one line of data")
     if delimiter is None:
         fields = line.split()
     else:
         fields = next(csv.reader(io.StringIO(line), delimiter=delimiter))
     names = [f.strip() for f in fields] if header else [f"column {k + 1}" for k in range(len(fields))]
-    return _distinct_names(names)
+    return distinct_names(names)
 
 
 def convert(path, out, format: str = "auto", *, progress: ProgressFn | None = None,

@@ -18,9 +18,10 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from ..data.dataset import CellCounts
-from ..errors import DataError, ParameterError
+from ..errors import DataError, EmptyData, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress
-from .backend import EngineError, open_engine
+from .backend import open_engine
+from .base import EngineError
 from .relation import fresh_name, quote_name
 
 BATCH = 50_000  # rows fetched at a time
@@ -134,9 +135,9 @@ def query_batches(url: str, query: str, cancel: CancelToken | None = None):
     else:
         raise ParameterError(f"Unknown database URL '{_where(url)}': use sqlite:///FILE or "
                              "postgresql://user@host/database.")
-    from ..data.tabular import _distinct_names
+    from ..data.tabular import distinct_names
 
-    names = _distinct_names([str(n) for n in next(rows)])
+    names = distinct_names([str(n) for n in next(rows)])
     schema = pa.schema([pa.field(name, pa.string()) for name in names])
 
     failure: list[BaseException] = []
@@ -179,7 +180,7 @@ def load_sql(url: str, query: str, format: str = "pairs", *, name: str | None = 
                                 record=record, line_offset=1, progress=progress, cancel=cancel)
         people = dataset.total if isinstance(dataset, CellCounts) else dataset.n_rows
         if people == 0:  # as an empty file is refused: a release of nothing would spend ε for nothing
-            raise DataError("the query returned no rows", expected="at least one person")
+            raise EmptyData("the query returned no rows", expected="at least one person")
         return _owned(dataset, backend)
     except BaseException:
         backend.close()

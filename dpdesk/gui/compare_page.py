@@ -31,7 +31,7 @@ from ..errors import DpdeskError, ParameterError
 from ..evaluation.compare import Entry, run_comparison
 from ..evaluation.metrics import LOWER_IS_BETTER, METRIC_LABELS, top_k, topk_accuracies
 from ..evaluation.summaries import error_vs_range_size, error_vs_summary_size
-from ..evaluation.standin import DeclaredFacts, synthetic_cells, synthetic_incidence
+from ..evaluation.standin import DeclaredFacts, declared_shape, synthetic_cells, synthetic_incidence
 from . import theme
 from .state import AppState
 from .widgets import Banner, PlotPanel, colour, heading, show_error
@@ -346,13 +346,14 @@ class ComparePage(QWidget):
                                      "Choose a stand-in under “Compare on”.")
             return data, False
         if self.on_synthetic.isChecked():
+            size, labels = declared_shape(data, self.state.domain_declaration)  # never the data's own shape
             if data.kind == "cells":
-                return synthetic_cells(data.domain_size, max(1, min(self.fact_rows.value() // 10, data.domain_size)),
+                return synthetic_cells(size, max(1, min(self.fact_rows.value() // 10, size)),
                                        self.fact_rows.value(), seed=self.seed.value()), True
-            facts = DeclaredFacts(rows=self.fact_rows.value(), items=data.n_items,
+            facts = DeclaredFacts(rows=self.fact_rows.value(), items=size,
                                   mean_items_per_person=self.fact_mean.value(), bound=self.state.bound,
                                   skew=self.fact_skew.value())
-            return synthetic_incidence(facts, item_labels=data.item_labels, seed=self.seed.value()), True
+            return synthetic_incidence(facts, item_labels=labels, seed=self.seed.value()), True
         path = self.public_file.text().strip()
         if not path:
             raise ParameterError("Choose the public file to compare on.")
@@ -502,7 +503,7 @@ class ComparePage(QWidget):
         if not streaming or getattr(self, "_drawn_metric", None) != metric:
             panel.clear()  # a new picture; while results stream in, curves are updated in place
             self._drawn_metric = metric
-        log_y = metric != "topk_accuracy"
+        log_y = not metric.endswith("topk_accuracy")
         name = ALL_METRIC_LABELS.get(metric, metric)
         if metric == "summary_size":  # a size, not an error
             better = ""
@@ -521,11 +522,20 @@ class ComparePage(QWidget):
                 mean, low, high = log_band(mean, low, high)
             panel.set_series(label, epsilons, mean, i, band=(low, high))
             table += [[label, e, m, lo, hi, int(n)] for e, (m, lo, hi, n) in zip(epsilons, stats)]
+        references = self.state.comparison.reference_values(metric) if self.state.comparison is not None else {}
+        if not streaming and references:  # flat lines across the ε grid (evaluation.compare.reference_rows)
+            grid = np.array(sorted({e for by_epsilon in group_rows(rows, metric).values() for e in by_epsilon}))
+            for j, (label, value) in enumerate(references.items(), start=len(group_rows(rows, metric))):
+                panel.add_series(f"{label} (reference)", grid, np.full(grid.size, value), j, symbol=None)
+                table += [[f"{label} (reference)", e, value, value, value, 0] for e in grid]
         if not streaming:
             panel.set_table(["mechanism", "ε", "mean", "95% low", "95% high", "repeats"], table)
         panel.set_caption(
             f"{name} of each mechanism at each ε, averaged over the repeats; the shaded band is the 95% confidence "
-            "interval of that average. " + ("Higher is better here." if metric == "topk_accuracy" else
+            "interval of that average. " + ("Flat lines are references without noise: publishing 0 for every "
+                                            "item, and one average for all; a mechanism above them publishes less "
+                                            "than they would. " if references and not streaming else "")
+            + ("Higher is better here." if metric == "topk_accuracy" else
                                             "This is the size of the published summary, not an error." if
                                             metric == "summary_size" else "Lower is better.") +
             " The ε axis is logarithmic" + (", and so is the vertical axis, so that large and small values fit "

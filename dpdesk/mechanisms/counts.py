@@ -89,19 +89,28 @@ class LPA(Mechanism):
         bound = params["bound"]
         counts = bounded_counts(data, prepared, source)
         scale = bound / epsilon
+        budget = BudgetSplit.single(epsilon, "noisy counts", f"noise of scale Δ/ε = {scale:.6g} on every count")
+        internal = {"rows_truncated": prepared.rows_cut}
         if params["noise"] == "geometric":
-            values = add_discrete_laplace(counts, scale, source).astype(np.float64)
-            margin = discrete_laplace_margin(scale)
-        else:
-            gamma = laplace_grid(scale)
-            noise = discrete_laplace(source, scale / gamma, counts.size).astype(np.float64) * gamma  # exact multiples
-            values = counts.astype(np.float64) + noise
-            margin = discrete_laplace_margin(scale / gamma) * gamma
+            noisy = add_discrete_laplace(counts, scale, source)
+            return self.release_noisy_counts(data, epsilon, params, noisy, budget, source, internal)
+        gamma = laplace_grid(scale)
+        noise = discrete_laplace(source, scale / gamma, counts.size).astype(np.float64) * gamma  # exact multiples
+        values = counts.astype(np.float64) + noise
         if params["clamp"]:
             values = np.maximum(values, 0.0)
-        budget = BudgetSplit.single(epsilon, "noisy counts", f"noise of scale Δ/ε = {scale:.6g} on every count")
-        return self.new_release(data, epsilon, params, budget, source, values=values,
-                                internal={"rows_truncated": prepared.rows_cut}, noise_margin=margin)
+        return self.new_release(data, epsilon, params, budget, source, values=values, internal=internal,
+                                noise_margin=discrete_laplace_margin(scale / gamma) * gamma)
+
+    def release_noisy_counts(self, data, epsilon, params, noisy, budget, source, internal) -> "Release":
+        """LPA's release of counts that already carry discrete Laplace noise of scale Δ/ε (its whole-number
+        noise): from :meth:`run`, and from the one-pass discovery, whose threshold chose the items by
+        these very counts (:func:`dpdesk.mechanisms.discovery.stability_histogram`)."""
+        values = np.asarray(noisy, dtype=np.float64)
+        if params["clamp"]:
+            values = np.maximum(values, 0.0)
+        return self.new_release(data, epsilon, params, budget, source, values=values, internal=internal,
+                                noise_margin=discrete_laplace_margin(params["bound"] / epsilon))
 
     def expected_error(self, epsilon, params, facts):
         return counts_error(params["bound"] / epsilon, facts.get("number of items (d)", 0),

@@ -69,8 +69,13 @@ def run(data, mechanism_id: str, epsilon, params: dict, *, rng=None, progress: P
     return result
 
 
-def content_fingerprint(data) -> str:
-    """The fingerprint of the data as read (before projection onto a declared domain)."""
+def origin_of(data):
+    """The data as read, before projection onto a declared domain."""
     while getattr(data, "origin", None) is not None:
         data = data.origin
-    return data.fingerprint
+    return data
+
+
+def content_fingerprint(data) -> str:
+    """The fingerprint of the data as read (before projection onto a declared domain)."""
+    return origin_of(data).fingerprint

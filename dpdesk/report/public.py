@@ -12,7 +12,7 @@ the elements and classes written here; the HTML uses system fonts only (no netwo
 The plain-language guarantee: ε-DP bounds the ratio of the output's probabilities on
 neighbouring datasets (one person added or removed) by e^ε, so by Bayes' rule anyone's
 odds that a fact about one person holds can grow at most by the factor e^ε
-(:func:`dpdesk.evaluation.planner.odds_after`), whatever else they know.
+(:func:`dpdesk.privacy.planner.odds_after`), whatever else they know.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import math
 import re
 from functools import lru_cache
 
-from ..evaluation.planner import odds_after
+from ..privacy.planner import odds_after
 from ..mechanisms.publish import COLUMN_MEANING, WHOLE_FORM
 from .export import require_release
 

@@ -12,7 +12,7 @@ import dpdesk
 from dpdesk import mechanisms as registry
 from dpdesk.data.dataset import Dataset, from_cells
 from dpdesk.data.domain import DomainDeclaration
-from dpdesk.evaluation import planner
+from dpdesk.privacy import planner
 from dpdesk.evaluation.recommend import recommend
 from dpdesk.gui import configure_page
 from dpdesk.gui.configure_page import PRESETS, ConfigurePage, odds_pair
