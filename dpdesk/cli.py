@@ -12,6 +12,7 @@ import json
 import os
 import re
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import __version__
@@ -51,6 +52,10 @@ def _import_options(args) -> dict:
             options[key] = _column(value)
     if getattr(args, "attributes", None):
         options["attributes"] = [_column(a.strip()) for a in args.attributes.split(",") if a.strip()]
+    if getattr(args, "item_columns", None):
+        options["item_columns"] = [_column(a.strip()) for a in args.item_columns.split(",") if a.strip()]
+    if getattr(args, "column_names", None) is not None:
+        options["column_names"] = [name.strip() for name in args.column_names.split(",")]
     if getattr(args, "sheet", None) is not None:
         options["sheet"] = args.sheet
     if getattr(args, "name", None):
@@ -70,11 +75,19 @@ def _add_import_arguments(parser) -> None:
     header = group.add_mutually_exclusive_group()  # both at once was silently "the last one wins"
     header.add_argument("--header", dest="header", action="store_true", default=None, help="the first line is a header")
     header.add_argument("--no-header", dest="header", action="store_false", help="there is no header line")
-    group.add_argument("--person", help="pairs: person column (name or 0-based position; default 0)")
+    group.add_argument("--person", help="pairs: person column (name or 0-based position; default 0); records: the "
+                                        "column that says who is who when one person may appear on several rows "
+                                        "(their rows are then taken together; without it each row is one person)")
     group.add_argument("--item", help="pairs: item column (name or 0-based position; default 1)")
     group.add_argument("--value", help="pairs: value column (non-zero = the person has the item)")
     group.add_argument("--id-column", dest="id_column", help="matrix: identifier column")
-    group.add_argument("--attributes", help="records/cells: comma-separated attribute columns")
+    group.add_argument("--attributes", help="records/cells: comma-separated attribute columns (cell counts)")
+    group.add_argument("--item-columns", dest="item_columns",
+                       help="records: one item per value of these comma-separated columns (default: every column; "
+                            "name them to leave out a column that identifies people)")
+    group.add_argument("--column-names", dest="column_names", metavar="NAMES",
+                       help="a file without a header line: comma-separated names of its columns, in order (they "
+                            "name the items and attributes in the release and its report)")
     group.add_argument("--count", help="cells: the count column")
     group.add_argument("--sheet", help="Excel workbooks: the sheet to read, by name or 0-based position (default: the "
                                        "first sheet that holds data)")
@@ -111,8 +124,37 @@ def _load(args):
         raise ParameterError("Give a data FILE (or --sql URL --query …).")
     if args.engine == "spark" and not args.spark_master:
         raise ParameterError("--engine spark needs --spark-master URL (local[*] runs Spark on this machine).")
-    return load(args.file, format=args.format, engine=args.engine, spark_master=args.spark_master,
+    data = load(args.file, format=args.format, engine=args.engine, spark_master=args.spark_master,
                 **_import_options(args))
+    _say_how_records_were_read(data, args)
+    return data
+
+
+def _say_how_records_were_read(data, args) -> None:
+    """Notes on stderr (internal: they may describe the data) when a table was read as records."""
+    from .data.detect import IDENTIFIER_SAMPLE
+
+    source = getattr(data, "source", None) or {}
+    if source.get("format") != "records":
+        return
+    flagged = list(getattr(data, "likely_identifiers", ()) or ())
+    if flagged:
+        one = len(flagged) == 1
+        names = ", ".join(f"'{name}'" for name in flagged)
+        it, its = ("it", "its") if one else ("them", "their")
+        what = ("You chose it among the item columns" if one else "You chose them among the item columns") + \
+            f", so {its} values are counted as items." if source.get("item_columns") else (
+                f"{its.capitalize()} values are items now; a release that publishes the file's own item names is "
+                f"refused until you choose the columns to count with --item-columns (leave {it} out).")
+        print(f"dpdesk: warning (internal, not published): {names} look{'s' if one else ''} like "
+              f"{'an identifier' if one else 'identifiers'}: nearly every one of the first {IDENTIFIER_SAMPLE:,} "
+              f"rows has its own value. {what}", file=sys.stderr)
+    if data.kind == "incidence" and source.get("person") is None:
+        print("dpdesk: note: each row is taken as one person. If one person can appear on several rows (visits, "
+              "admissions, purchases), give --person COLUMN: their rows are then taken together.", file=sys.stderr)
+    if source.get("header") is False and source.get("column_names") is None:
+        print("dpdesk: note: the file has no header line, so its columns are called 'column 1', 'column 2', … in the "
+              "release and its report; name them with --column-names.", file=sys.stderr)
 
 
 def _parse_params(pairs: list[str] | None) -> dict:
@@ -142,9 +184,12 @@ def cmd_inspect(args) -> int:
         print(json.dumps({**{k: summary[k] for k in keys}, "fingerprint": data.fingerprint}))
         return 0
     print(f"{data.describe()}  [format: {data.source.get('format')}]")
-    if data.source.get("person column") is not None:  # taken by position unless named: say which
+    if data.source.get("item column") is not None:  # taken by position unless named: say which
         print(f"  read as pairs: person = column '{data.source['person column']}', "
               f"item = column '{data.source['item column']}'")
+    elif data.source.get("person column") is not None:
+        print(f"  read as records: one person = one value of column '{data.source['person column']}' (their "
+              "rows taken together)")
     labels = {
         "rows": "rows (people)", "columns": "columns (items)" if data.kind == "incidence" else "columns (cells, m)",
         "nonzeros": "non-zeros", "density": "density", "max_row_count": "max row count",
@@ -308,14 +353,15 @@ def cmd_release(args) -> int:
                                chosen_how=chosen_how, observed=observed, raw=args.raw,
                                override_cap=args.override_cap, override_name=args.override_dataset_check,
                                attributes=_import_options(args).get("attributes"))
-    summary = _summary(written, spent=True)
-    if plan is not None:
-        summary["discovery"] = plan.to_json()
-    if args.json:
-        print(json.dumps(summary, ensure_ascii=False))
-    else:
-        _print_summary(summary, spent=True)
-    _warn_if_nothing_matched(written.release)
+    with _printing_after_recording(written):
+        summary = _summary(written, spent=True)
+        if plan is not None:
+            summary["discovery"] = plan.to_json()
+        if args.json:
+            print(json.dumps(summary, ensure_ascii=False))
+        else:
+            _print_summary(summary, spent=True)
+        _warn_if_nothing_matched(written.release)
     return 0
 
 
@@ -387,11 +433,12 @@ def cmd_export(args) -> int:
     reports = [r.strip() for r in (args.report or "").split(",") if r.strip()]
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     written = reexport(args.entry, Path(args.out), formats=formats, reports=reports, force=args.force, raw=args.raw)
-    summary = _summary(written, spent=False)
-    if args.json:
-        print(json.dumps(summary, ensure_ascii=False))
-    else:
-        _print_summary(summary, spent=False)
+    with _printing_after_recording(written):
+        summary = _summary(written, spent=False)
+        if args.json:
+            print(json.dumps(summary, ensure_ascii=False))
+        else:
+            _print_summary(summary, spent=False)
     return 0
 
 
@@ -599,19 +646,38 @@ def has_display() -> bool:
 
 
 NO_DISPLAY = """dpdesk: no display found, so the desktop application cannot open a window here.
-The same work can be done from the command line, for example:
-  dpdesk inspect FILE
-  dpdesk mechanisms
-  dpdesk compare FILE --mechanisms lpa,gs --epsilon 0.1,0.69 --repeats 10 --bound 20 --out results/
-  dpdesk release FILE --mechanism gs --epsilon 0.69 --bound 20 --out release/
+The same work can be done from the command line. On the sample dataset (its product names are a public
+catalogue, so the release may list them):
+  {dpdesk} inspect {sample}
+  {dpdesk} recommend {sample} --epsilon 0.69 --items from-data --items-are-public
+  {dpdesk} compare {sample} --mechanisms lpa,gs --epsilon 0.1,0.69 --repeats 10 --bound 20 --out results/
+  {dpdesk} release {sample} --mechanism gs --epsilon 0.69 --bound 20 --items from-data --items-are-public --out release/
+On your own data, declare the list of items the release may publish with --items (see `dpdesk release --help`).
 Run `dpdesk --help` for every command. The sample dataset is {sample}."""
+
+
+def no_display_text(sample) -> str:
+    """What `dpdesk gui` says without a display: commands that run as they are copied (the sample's own path,
+    and this dpdesk's, when another or none is the `dpdesk` on the PATH)."""
+    import shlex
+    import shutil
+
+    program = os.path.realpath(sys.argv[0]) if sys.argv and os.path.isfile(sys.argv[0]) else None
+    found = shutil.which("dpdesk")
+    if program is None or (found and os.path.realpath(found) == program):
+        command = "dpdesk"
+    elif program.endswith(".py"):  # python -m dpdesk.cli
+        command = f"{shlex.quote(sys.executable)} -m dpdesk.cli"
+    else:
+        command = shlex.quote(program)
+    return NO_DISPLAY.format(dpdesk=command, sample=shlex.quote(str(sample)))
 
 
 def cmd_gui(args) -> int:
     from .paths import sample_path
 
     if not has_display():
-        print(NO_DISPLAY.format(sample=sample_path()), file=sys.stderr)
+        print(no_display_text(sample_path()), file=sys.stderr)
         return 1
     from .gui.app import run_app
 
@@ -806,8 +872,53 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def safe_output_streams() -> None:
+    """Make printing unable to fail on a character: a file or pipe gets UTF-8 (the encoding of
+    every file dpdesk writes; Windows would otherwise use its ANSI code page, where "ε" does not
+    exist), a terminal keeps its own encoding, and what it cannot show is written as an escape
+    (``\\u03b5``) instead of raising. PYTHONIOENCODING, where set, keeps its encoding."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is None:  # no stream (pythonw), or one a caller replaced
+            continue
+        try:
+            terminal = stream.isatty()
+        except (OSError, ValueError):
+            terminal = False
+        try:
+            if terminal or os.environ.get("PYTHONIOENCODING"):
+                reconfigure(errors="backslashreplace")
+            else:
+                reconfigure(encoding="utf-8", errors="backslashreplace")
+        except (OSError, ValueError):  # a closed stream: nothing will be printed on it anyway
+            pass
+
+
+@contextmanager
+def _printing_after_recording(written):
+    """Telling what a release did, after its ledger entry is recorded and its files are written:
+    nothing here may turn that into a failure (a script would run it again and spend ε twice).
+    Output that cannot be written (the reader went away, a full disk) or a ledger that cannot be
+    read back for the totals is noted on stderr, and the command still succeeds."""
+    try:
+        yield
+        sys.stdout.flush()
+    except (OSError, ValueError, DpdeskError) as error:  # BrokenPipeError too; ValueError: stdout closed
+        entry = (written.release.report.get("ledger") or {}).get("entry")
+        try:  # what is still buffered must not fail again when Python exits
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        try:
+            print(f"dpdesk: note: the release is recorded (ledger entry #{entry}) and its files are written, but "
+                  f"its summary could not be printed ({error}).", file=sys.stderr)
+        except (OSError, ValueError):
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    safe_output_streams()
     parser = build_parser()
     if not argv:
         argv = ["gui"]

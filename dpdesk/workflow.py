@@ -46,8 +46,10 @@ import scipy.sparse as sp
 from . import locks
 from . import mechanisms as registry
 from .data.domain import (DOMAINS_CHOICES_TEXT, HOW_DISCOVERED, HOW_LIST, HOW_PUBLIC_DATA, ITEMS_CHOICES_TEXT,
-                          CellDomain, DomainDeclaration, PublicView, cell_domain_of, declared_cell_domain,
-                          declared_domain, project, public_data_domain, read_domains_file, restrict_cells)
+                          CellDomain, DomainDeclaration, PublicView, cell_domain_of, check_identifier_labels,
+                          declared_cell_domain, declared_domain, project, public_data_domain, read_domains_file,
+                          restrict_cells)
+from .data.loader import unit_of_privacy
 from .errors import ChargedRefusal, DpdeskError, EmptyData, ExportError, ParameterError
 from .evaluation.discovery import DiscoveryPlan, cell_discovery_share, chance_text, plan_discovery
 from .mechanisms.publish import publish, unrounded_release
@@ -464,6 +466,8 @@ def secure_release(data, mechanism_id: str, epsilon, params: dict, *, dataset: s
 
     progress = progress or no_progress
     items = declaration_of(data, items)
+    if items is not None and items.kind == HOW_PUBLIC_DATA:
+        check_identifier_labels(data)
     dataset = check_dataset_name(dataset or getattr(data, "name", ""))
     mechanism = registry.get(mechanism_id)
     if not mechanism.releasable:
@@ -549,6 +553,7 @@ def secure_release(data, mechanism_id: str, epsilon, params: dict, *, dataset: s
         if getattr(released, "dropped_records", 0):
             release.internal["records dropped (a value outside the declared domains)"] = released.dropped_records
         release.dataset_name = dataset
+        release.report["unit_of_privacy"] = unit_of_privacy(getattr(data, "source", None) or {}, data.kind)
         stated = (chosen_how or "").strip() or DEFAULT_CHOSEN
         release.report["how_chosen"] = stated  # read by earlier dpdesk versions and scripts
         release.report["choice"] = {"stated": stated, "observed": observed or NOT_COMPARED}

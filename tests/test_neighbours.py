@@ -30,7 +30,7 @@ SECRET = "secret_disease"
 LABELS = [f"item{j}" for j in range(12)]
 # the metadata fields that describe the release rather than carry its noise
 STRUCTURAL = ("mechanism", "epsilon", "budget", "parameters", "public_facts", "domain", "randomness", "mode",
-              "software", "expected_error", "notes", "how_chosen", "dataset")
+              "software", "expected_error", "notes", "how_chosen", "dataset", "unit_of_privacy")
 CELL_SETTINGS = {"filter": {"threshold": 2}, "filter2": {"threshold": 2}, "threshold": {"tau": 3},
                  "priority": {"size": 5}, "filter-threshold": {"threshold": 1, "tau": 3},
                  "filter-priority": {"threshold": 1, "size": 5}, "dyadic": {"method": "filter", "threshold": 2},

@@ -68,6 +68,10 @@ class Dataset:
     origin: object = field(default=None, repr=False)
 
     kind = "incidence"
+    #: internal (true-data): the columns of records read as items that look like identifiers
+    #: (:func:`dpdesk.data.detect.identifier_like`); never in a public file
+    likely_identifiers = ()
+    record_columns = ()  # the records' columns whose values are the items (when read from records)
 
     def __post_init__(self) -> None:
         if not sp.isspmatrix_csr(self.matrix):

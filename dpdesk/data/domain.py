@@ -39,8 +39,12 @@ from ..errors import DataError, ParameterError
 from .textio import decode, read_raw
 
 HOW_LIST, HOW_RANGE, HOW_PUBLIC_DATA, HOW_DISCOVERED = "list", "range", "public-data", "discovered"
-PUBLIC_DATA_STATEMENT = ("The steward stated that the item labels of the data file are public "
-                         "(for example a product catalogue), so the list of items was taken from the file.")
+PUBLIC_DATA_STATEMENT = ("The steward stated that the item names in the data file are public, so the list of "
+                         "items was taken from the file.")
+#: the origin of a public-data item list read from records: its items are the columns' values
+RECORDS_ORIGIN = "the values in the data file's columns"
+PUBLIC_RECORDS_STATEMENT = ("The steward stated that the values in the data file's columns are public, so the list "
+                            "of items (each a column and one of its values, as column=value) was taken from the file.")
 PUBLIC_DOMAINS_STATEMENT = ("The steward stated that the attribute values found in the data file are public, "
                             "so the attribute domains were taken from the file.")
 LABEL_COLUMN_NAMES = ("item", "items", "label", "labels", "name", "value", "id")
@@ -85,7 +89,8 @@ class ItemDomain:
         if self.how == HOW_RANGE:
             return f"The items are the ids 0 to {self.size - 1:,}, declared by the steward before the data was read."
         if self.how == HOW_PUBLIC_DATA:
-            return PUBLIC_DATA_STATEMENT + (" It has 1 item." if self.size == 1 else f" It has {d} items.")
+            statement = PUBLIC_RECORDS_STATEMENT if self.origin == RECORDS_ORIGIN else PUBLIC_DATA_STATEMENT
+            return statement + (" It has 1 item." if self.size == 1 else f" It has {d} items.")
         found = "The 1 item was" if self.size == 1 else f"The {d} items were"
         per_person = "1 item" if self.discovery_bound == 1 else f"{self.discovery_bound} items"
         if self.route == "one-pass":
@@ -439,9 +444,41 @@ def declared_domain(declaration: DomainDeclaration) -> ItemDomain | None:
     return None
 
 
+def check_identifier_labels(data) -> None:
+    """Before the file's own labels are published: refuse the values of a records column that looks
+    like an identifier (:func:`dpdesk.data.detect.identifier_like`) unless the steward chose the
+    columns to count themselves.
+
+    The flag is computed from the true data, so this refusal depends on the data: it is said to the
+    steward only, before any noise, nothing is spent and nothing is published. The release the steward
+    then makes rests on their explicit choice of columns, a declared input. The flag never changes
+    what is counted or listed by itself: dropping a column silently would make the published list
+    (and, with a declared list, a whole column's counts) depend on one person's row.
+    """
+    flagged = list(getattr(data, "likely_identifiers", ()) or ())
+    source = getattr(data, "source", None) or {}
+    if not flagged or source.get("item_columns"):
+        return
+    import shlex
+
+    names = ", ".join(f"'{name}'" for name in flagged)
+    one = len(flagged) == 1
+    it, its, look = ("it", "its", "looks like an identifier") if one else ("them", "their", "look like identifiers")
+    rest = [c for c in getattr(data, "record_columns", ()) if c not in flagged]
+    option = "--item-columns " + (shlex.quote(",".join(rest)) if rest else "…")
+    raise ParameterError(
+        f"The column{'' if one else 's'} {names} {look}: nearly every row has its own value, so the item names "
+        "taken from the file would publish values that each single out a person. Choose the columns to count "
+        f"yourself — {option} on the command line, or tick them in the import wizard — and leave {it} out, or "
+        f"name {it} there to publish {its} values all the same. (This check read the data: it is for you only. "
+        "Nothing was spent.)")
+
+
 def public_data_domain(data) -> ItemDomain:
     """The data file's own labels, which the steward stated are public."""
-    return ItemDomain(np.asarray(data.item_labels, dtype=object), HOW_PUBLIC_DATA, "the data file")
+    records = (getattr(data, "source", None) or {}).get("format") == "records"
+    return ItemDomain(np.asarray(data.item_labels, dtype=object), HOW_PUBLIC_DATA,
+                      RECORDS_ORIGIN if records else "the data file")
 
 
 def project(data, domain: ItemDomain):
@@ -658,5 +695,6 @@ def declare(data, items=None, *, items_are_public: bool = False):
         raise ParameterError("Private discovery spends budget, so it happens inside a release "
                              "(dpdesk.workflow.secure_release with items=…).")
     if declaration.kind == HOW_PUBLIC_DATA:
+        check_identifier_labels(data)
         return project(data, public_data_domain(data))
     return project(data, declared_domain(declaration))

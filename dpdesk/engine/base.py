@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -43,14 +44,37 @@ def clear_stale_spill(root: Path) -> None:
         if len(parts) < 3 or parts[0] != "run" or not parts[1].isdigit():
             continue
         pid = int(parts[1])
-        if pid == os.getpid():
-            continue
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if pid != os.getpid() and not process_alive(pid):
             shutil.rmtree(entry, ignore_errors=True)
-        except PermissionError:
-            pass
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (or may: when in doubt, yes — a folder kept is harmless).
+
+    POSIX asks with signal 0. Windows must not: there ``os.kill(pid, 0)`` sends Ctrl+C
+    (CTRL_C_EVENT is 0) to the process group, which would stop another dpdesk mid-release; it
+    opens the process and reads its exit code instead.
+    """
+    if sys.platform == "win32":
+        import ctypes
+
+        query, still_active = 0x1000, 259  # PROCESS_QUERY_LIMITED_INFORMATION, STILL_ACTIVE
+        kernel32 = ctypes.windll.kernel32
+        handle = kernel32.OpenProcess(query, False, pid)
+        if not handle:
+            return kernel32.GetLastError() == 5  # access denied: it exists
+        try:
+            code = ctypes.c_ulong()
+            return not kernel32.GetExitCodeProcess(handle, ctypes.byref(code)) or code.value == still_active
+        finally:
+            kernel32.CloseHandle(handle)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 class Engine:

@@ -65,6 +65,8 @@ class EngineDataset:
 
     kind = "incidence"
     binary = True
+    likely_identifiers = ()  # internal, as Dataset's
+    record_columns = ()
 
     def __init__(self, incidence: Incidence, *, name: str = "dataset", source: dict | None = None,
                  labels: np.ndarray | None = None, mapping: np.ndarray | None = None, domain=None, origin=None):

@@ -163,6 +163,11 @@ def load_sql(url: str, query: str, format: str = "pairs", *, name: str | None = 
     progress = progress or no_progress
     if format not in ("pairs", "records", "cells"):
         raise ParameterError("A query's result is read as pairs, records or cells (--format).")
+    from ..data.loader import check_options
+
+    check_options(format, options)
+    if options.get("column_names") is not None:
+        raise ParameterError("A query's result names its columns itself (rename them in the query with AS).")
     backend = open_engine("duckdb", memory_limit=memory_limit)
     try:
         progress(0.05, "Running the query")

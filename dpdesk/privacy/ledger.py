@@ -329,7 +329,7 @@ class Ledger:
                 handle.write(content)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.replace(temporary, self.head_path)
+            _replace_while_read(temporary, self.head_path)
         except OSError as error:
             raise LedgerError(f"The release was recorded in the ledger, but its head file {self.head_path} "
                               f"cannot be written ({error.strerror or error}).") from None
@@ -822,6 +822,21 @@ def _find_problem(conn) -> tuple[LedgerProblem | None, int, str, str]:
     if head[0] != ledger_id:
         return LedgerProblem(0, "the ledger's head names another ledger than its genesis entry"), 0, "", ""
     return None, last_id, previous, ledger_id
+
+
+def _replace_while_read(source, target, attempts: int = 40) -> None:
+    """``os.replace``, tried again for a moment when Windows refuses it: a file another process has
+    open (reading the head to check the ledger) cannot be replaced there until it is closed."""
+    import time
+
+    for attempt in range(attempts):
+        try:
+            os.replace(source, target)
+            return
+        except PermissionError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.05)
 
 
 def _keys(fingerprint: str, source: str | None) -> str:

@@ -176,7 +176,7 @@ def test_use_the_recommendation_ticks_it_and_sets_its_settings(window, qtbot):
     release = window.release_page
     assert release.mechanism.currentData() == "lpa"
     assert release.chosen.currentText() == advice.chosen_how
-    assert "declared facts only" in advice.chosen_how and "typical_row_length = 4" in advice.chosen_how
+    assert "declared facts only" in advice.chosen_how and "about 4 items per typical person" in advice.chosen_how
     # the steward's own Δ is a declaration again
     page.bound.setValue(6)
     assert not state.bound_proposed and not page.bound_note.isVisibleTo(page)
