@@ -132,7 +132,7 @@ def _load(args):
 
 def _say_how_records_were_read(data, args) -> None:
     """Notes on stderr (internal: they may describe the data) when a table was read as records."""
-    from .data.detect import IDENTIFIER_SAMPLE
+    from .data.layout import IDENTIFIER_SAMPLE
 
     source = getattr(data, "source", None) or {}
     if source.get("format") != "records":

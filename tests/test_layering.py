@@ -121,10 +121,6 @@ NOT_YET_MOVED = {
     ("dpdesk.data.loader", "dpdesk.engine"), ("dpdesk.data.loader", "dpdesk.engine.baskets"),
     ("dpdesk.engine.sources", "dpdesk.data.loader"), ("dpdesk.engine", "dpdesk.engine.sources"),
     ("dpdesk.data.dataset", "dpdesk.data.domain"),
-    ("dpdesk.data.detect", "dpdesk.data.spreadsheet"), ("dpdesk.data.detect", "dpdesk.data.statfiles"),
-    ("dpdesk.data.detect", "dpdesk.data.tabular"), ("dpdesk.data.tabular", "dpdesk.data.detect"),
-    ("dpdesk.data.tabular", "dpdesk.data.spreadsheet"), ("dpdesk.data.tabular", "dpdesk.data.statfiles"),
-    ("dpdesk.data.spreadsheet", "dpdesk.data.tabular"), ("dpdesk.data.statfiles", "dpdesk.data.tabular"),
 }
 
 

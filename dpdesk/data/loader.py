@@ -32,8 +32,9 @@ import numpy as np
 from ..errors import DataError, EmptyData, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress, scaled
 from .dataset import CellCounts, Dataset, build_incidence
-from .detect import FORMATS, binary_kind, sniff
-from .spreadsheet import read_baskets
+from . import readers
+from .detect import binary_kind, sniff
+from .layout import FORMATS
 from .tabular import (columns_needed, matrix_to_dataset, pairs_to_dataset, read_table, records_to_cells,
                       records_to_dataset, table_to_cells)
 from .textio import give_back_free_memory, memory_budget, open_source, read_head
@@ -62,7 +63,7 @@ def check_options(format: str, options: dict) -> None:
             options.get("attributes") and format in ("auto", "records"))):
         raise ParameterError(CELLS_NEED_ONE_ROW)
     if options.get("column_names") is not None:
-        from .tabular import check_column_names
+        from .table import check_column_names
 
         check_column_names(options["column_names"])
         if options.get("header") is True:
@@ -126,7 +127,8 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
     encoding = options.get("encoding", "auto") or "auto"
     sheet = options.get("sheet")
     sniffed = sniff(path, source=source, encoding=encoding, sheet=sheet)
-    if sheet not in (None, "") and sniffed.kind != "xlsx":
+    reader = readers.find(sniffed.kind)  # None: a text file
+    if sheet not in (None, "") and not (reader is not None and reader.sheets):
         raise ParameterError(f"The sheet option is for Excel workbooks; {path.name} is {sniffed.a_kind} file.")
     fmt, delimiter, header = layout(sniffed, format, options, path)
     name = options.get("name") or display_name(path)
@@ -135,13 +137,13 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
     for key in RECORDED_OPTIONS:
         if key in options and options[key] is not None:
             source_record[key] = options[key]
-    if sniffed.kind == "xlsx":
+    if reader is not None and reader.sheets:
         source_record["sheet"] = sniffed.sheet
     if cancel is not None:
         cancel.check()
-    if fmt == "transactions" and sniffed.kind == "xlsx":
-        rows, cols, n_rows, labels = read_baskets(source, sheet=sniffed.sheet, header=header, budget=budget,
-                                                  cancel=cancel, progress=scaled(progress, 0.05, 0.85))
+    if fmt == "transactions" and reader is not None and reader.read_baskets is not None:
+        rows, cols, n_rows, labels = reader.read_baskets(source, sheet=sniffed.sheet, header=header, budget=budget,
+                                                         cancel=cancel, progress=scaled(progress, 0.05, 0.85))
         progress(0.9, "Building the matrix")
         dataset = build_incidence(rows, cols, n_rows, labels, name=name, source=source_record)
     elif fmt == "transactions":
@@ -196,7 +198,7 @@ def given_names(sniffed, options: dict, path) -> list[str] | None:
     if sniffed.named_columns:
         raise ParameterError(f"{Path(path).name} is {sniffed.a_kind} file, which names its columns itself; "
                              "column names are given only for a text table or a sheet without a header line.")
-    from .tabular import check_column_names
+    from .table import check_column_names
 
     return check_column_names(names)
 
@@ -204,7 +206,7 @@ def given_names(sniffed, options: dict, path) -> list[str] | None:
 def _read_in_memory(path) -> bool:
     """Whether the file is a spreadsheet or an SPSS, Stata or SAS file, which only the memory path reads."""
     kind = binary_kind(read_head(path, 4096), path)
-    return kind not in (None, "parquet")
+    return kind is not None and not readers.reader_for(kind).engines
 
 
 def display_name(path: Path) -> str:

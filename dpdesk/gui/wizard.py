@@ -15,10 +15,11 @@ from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QCheckBox, QComb
                                QVBoxLayout, QWidget, QWizard, QWizardPage)
 
 from ..data import load
-from ..data.detect import (DELIMITER_NAMES, FORMATS, IDENTIFIER_MIN_VALUES, IDENTIFIER_SAMPLE, look, look_at_columns,
-                           preview_table, sheet_sniffed)
+from ..data.detect import look, preview_table
+from ..data.layout import DELIMITER_NAMES, FORMATS, IDENTIFIER_MIN_VALUES, IDENTIFIER_SAMPLE, look_at_columns
 from ..data.loader import CELLS_NEED_ONE_ROW
-from ..data.tabular import check_column_names
+from ..data.spreadsheet import sheet_sniffed
+from ..data.table import check_column_names
 from ..errors import ParameterError
 from ..engine.sql import database_record, load_sql, look_sql
 from ..paths import sample_path
@@ -327,14 +328,14 @@ class FormatPage(QWizardPage):
         for index in range(self.format.count()):  # a query's result is a table: no baskets or 0/1 matrix
             allowed = sniffed.kind != "database" or self.format.itemData(index) in DATABASE_FORMATS
             self.format.model().item(index).setEnabled(allowed)
-        self.form.setRowVisible(self.sheet, sniffed.kind == "xlsx")
+        self.form.setRowVisible(self.sheet, sniffed.in_sheets)
         self.form.setRowVisible(self.header, not sniffed.named_columns)  # SPSS, Stata, SAS, Parquet name theirs
         self._show_guess(sniffed)
         self._set(self.encoding, "auto")
         for widget in (self.delimiter, self.encoding):  # a workbook or a data file has neither
             widget.setEnabled(not sniffed.binary)
             self.form.setRowVisible(widget, not sniffed.binary)
-        self.header.setText("The first row holds column names" if sniffed.kind == "xlsx"
+        self.header.setText("The first row holds column names" if sniffed.in_sheets
                             else "The first line holds column names")
         self.refresh()
 
@@ -349,10 +350,10 @@ class FormatPage(QWizardPage):
                     f"({', '.join(sniffed.columns[:6])}{', …' if len(sniffed.columns) > 6 else ''}); "
                     f"read as <b>{sniffed.describe()}</b>")
         elif sniffed.binary:
-            where = f" (sheet '{sniffed.sheet}')" if sniffed.kind == "xlsx" else ""
+            where = f" (sheet '{sniffed.sheet}')" if sniffed.in_sheets else ""
             article, name = sniffed.a_kind.split(" ", 1)
             text = f"Detected: {article} <b>{name}</b> file{where}; <b>{sniffed.describe()}</b>"
-            if sniffed.kind == "xlsx":
+            if sniffed.in_sheets:
                 text += f"; header: {'yes' if sniffed.header else 'no'}"
             if sniffed.n_rows:
                 text += f"; {sniffed.n_rows:,} rows"
@@ -367,7 +368,7 @@ class FormatPage(QWizardPage):
         """Another sheet of the workbook: its layout guessed again from the rows already read."""
         sniffed = self.owner.sniffed
         name = self.sheet.currentData()
-        if self._filling or sniffed is None or sniffed.kind != "xlsx" or name is None or name == sniffed.sheet:
+        if self._filling or sniffed is None or not sniffed.in_sheets or name is None or name == sniffed.sheet:
             return
         self.owner.sniffed = sheet_sniffed(sniffed.sheets, sniffed.sheet_rows, name)
         self._show_guess(self.owner.sniffed)
@@ -389,7 +390,7 @@ class FormatPage(QWizardPage):
         sniffed = self.owner.sniffed
         s = self.settings()
         encoding = sniffed.encoding if s["encoding"] == "auto" else s["encoding"]
-        header = s["header"] and (s["format"] != "transactions" or sniffed.kind == "xlsx")
+        header = s["header"] and (s["format"] != "transactions" or sniffed.in_sheets)
         return preview_table(sniffed, delimiter=s["delimiter"], header=header, encoding=encoding, sheet=s["sheet"],
                              lines=lines)
 
@@ -405,7 +406,7 @@ class FormatPage(QWizardPage):
             return
         s = self.settings()
         encoding = sniffed.encoding if s["encoding"] == "auto" else s["encoding"]
-        workbook = sniffed.kind == "xlsx"
+        workbook = sniffed.in_sheets
         self.header.setEnabled(workbook or (s["format"] != "transactions" and not sniffed.binary))
         header = s["header"] and (s["format"] != "transactions" or workbook)
         columns, rows = preview_table(sniffed, delimiter=s["delimiter"], header=header, encoding=encoding,
@@ -959,7 +960,7 @@ class ImportWizard(QWizard):
                 settings["delimiter"] = "whitespace" if s["delimiter"] is None else s["delimiter"]
             if s["encoding"] != "auto":
                 settings["encoding"] = s["encoding"]
-        if sniffed.kind == "xlsx":
+        if sniffed.in_sheets:
             settings["sheet"] = s["sheet"]
             settings["header"] = s["header"]
         elif s["format"] != "transactions" and not sniffed.binary:
