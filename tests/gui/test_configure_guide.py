@@ -96,9 +96,9 @@ def test_clicking_a_row_shows_its_settings(window, qtbot):
 def test_the_recommendation_follows_epsilon_delta_and_the_typical_row(window, qtbot):
     page, state = window.configure_page, window.state
     page.epsilon.spin.setValue(0.1)
-    assert "DPSense" in title(page) and page.advice.mechanism == "dpsense"  # no bound declared
-    page.bound.setValue(20)
-    assert page.advice.mechanism == "gs" and "GS — grouping" in title(page) and "Δ = 20" in title(page)
+    assert "DPSense-S" in title(page) and page.advice.mechanism == "dpsense-s"  # no bound declared
+    page.bound.setValue(20)  # 169 items: the rule keeps a mechanism that needs no bound, and says so
+    assert page.advice.mechanism == "dpsense-s" and any("Δ = 20 is not used" in r for r in page.advice.reasons)
     qtbot.mouseClick(page.epsilon.preset_buttons["Balanced"], Qt.LeftButton)
     assert page.advice.mechanism == "dpsense-s" and "DPSense-S" in title(page)
     page.bound.setValue(0)
@@ -138,9 +138,9 @@ def test_the_recommendation_never_reads_the_data(window, monkeypatch, sample):
     monkeypatch.setattr(sample, "matrix", ShapeOnly(sample.matrix.shape))
     page.epsilon.spin.setValue(0.1)
     first = title(page)
-    page.bound.setValue(20)
-    assert title(page) != first
     page.typical.setValue(3)
+    assert title(page) != first
+    page.bound.setValue(20)
     page.epsilon.spin.setValue(2.5)
     assert seen[-1] == ("incidence", SAMPLE_ITEMS, 2.5, 20, 3.0)
     assert {s[1] for s in seen} == {SAMPLE_ITEMS}  # the size of the declared list, nothing observed
@@ -185,11 +185,12 @@ def test_use_the_recommendation_ticks_it_and_sets_its_settings(window, qtbot):
 
 def test_a_declared_bound_stays_declared_when_the_recommendation_is_used(window, qtbot):
     page, state = window.configure_page, window.state
+    state.set_publication("groceries", DomainDeclaration("range", size=5000))  # many items: a pick that takes Δ
     page.epsilon.spin.setValue(0.1)
     page.bound.setValue(20)
-    assert page.advice.mechanism == "gs"
+    assert page.advice.mechanism == "ahp" and page.advice.params["bound"] == 20
     qtbot.mouseClick(page.recommendation.use_button, Qt.LeftButton)
-    assert state.bound == 20 and not state.bound_proposed and state.configurations["gs"].enabled
+    assert state.bound == 20 and not state.bound_proposed and state.configurations["ahp"].enabled
 
 
 # --- ε in words ----------------------------------------------------------------------------------
