@@ -107,7 +107,7 @@ def _add_import_arguments(parser) -> None:
 
 
 def _load(args):
-    from .data import load
+    from .loading import load
 
     if getattr(args, "sql", None):
         from .engine.sql import load_sql
@@ -292,7 +292,7 @@ def _print_summary(summary: dict, *, spent: bool) -> None:
 
 
 def cmd_release(args) -> int:
-    from .data import load
+    from .loading import load
     from .workflow import NOT_COMPARED, default_dataset_name, discovery_plan, observed_choice, release_to_files
 
     items = _declaration(args)

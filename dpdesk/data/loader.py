@@ -1,4 +1,5 @@
-"""``dpdesk.load``: read any supported file into a :class:`Dataset` or :class:`CellCounts`.
+"""Read any supported file into memory as a :class:`Dataset` or :class:`CellCounts`
+(:func:`dpdesk.load`, in :mod:`dpdesk.loading`, may hand it to an engine instead).
 
 Formats (``format=``):
 
@@ -87,32 +88,13 @@ def _delimiter(option, sniffed_delimiter):
     return option
 
 
-def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
-         cancel: CancelToken | None = None, engine: str = "auto", spark_master: str | None = None,
-         **options) -> Dataset | CellCounts:
-    """Read ``path`` (see the module documentation for formats and options).
+def read(path, format: str = "auto", *, progress: ProgressFn | None = None,
+         cancel: CancelToken | None = None, **options) -> Dataset | CellCounts:
+    """Read ``path`` into memory (see the module documentation for formats and options).
 
-    ``engine``: ``memory`` (the matrix in memory), ``duckdb`` or ``spark`` (the data stays
-    in an analytical engine, :mod:`dpdesk.engine`), or ``auto``: in memory when the file
-    fits in the memory budget with room for a release, else DuckDB when it reads the
-    layout (:func:`dpdesk.engine.choose_engine`).
+    The front door that may hand the file to an engine instead is :func:`dpdesk.loading.load`.
     """
-    from ..engine import EngineUnsupported, choose_engine, scan
-    from ..engine.baskets import baskets_dataset, read_baskets_metadata
-
-    check_options(format, options)  # before anything is read
-    chosen = choose_engine(engine, open_source(Path(path)), options.get("memory_limit"))
-    if chosen != "memory" and engine in (None, "", "auto") and _read_in_memory(path):
-        chosen = "memory"  # spreadsheets and SPSS/Stata/SAS files: no engine reads them
-    if chosen == "memory" and read_baskets_metadata(path) is not None:  # a file made by dpdesk convert
-        return baskets_dataset(path, format, name=options.get("name"), progress=progress, cancel=cancel)
-    if chosen != "memory":
-        try:
-            return scan(path, format, engine=chosen, spark_master=spark_master, progress=progress, cancel=cancel,
-                        **options)
-        except EngineUnsupported:
-            if engine not in (None, "", "auto"):
-                raise
+    check_options(format, options)
     progress = progress or no_progress
     unknown = set(options) - OPTION_NAMES
     if unknown:
@@ -203,7 +185,7 @@ def given_names(sniffed, options: dict, path) -> list[str] | None:
     return check_column_names(names)
 
 
-def _read_in_memory(path) -> bool:
+def read_in_memory_only(path) -> bool:
     """Whether the file is a spreadsheet or an SPSS, Stata or SAS file, which only the memory path reads."""
     kind = binary_kind(read_head(path, 4096), path)
     return kind is not None and not readers.reader_for(kind).engines
@@ -254,13 +236,6 @@ def _settled(sniffed, options: dict) -> bool:
     if "header" in sniffed.settled_by and options.get("column_names") is not None:
         return True  # names given for the columns: there is no header line
     return any(options.get(key) not in (None, "auto") for key in sniffed.settled_by)
-
-
-def reload(source: dict, **overrides) -> Dataset | CellCounts:
-    """Import again from a recorded ``source`` dict (used by project files)."""
-    options = {k: v for k, v in source.items() if k in OPTION_NAMES}
-    options.update(overrides)
-    return load(source["path"], format=source.get("format", "auto"), **options)
 
 
 def unit_of_privacy(source: dict, kind: str = "incidence") -> dict:

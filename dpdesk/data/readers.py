@@ -6,7 +6,7 @@ it reads their table into the compact :class:`~.table.Table` every format is bui
 what it says of a file named like its kind whose bytes are not. Text files (CSV, TSV,
 transaction lists) are read by :mod:`.tabular` and :mod:`.transactions`.
 
-Adding a reader touches two places: its own module (say ``data/arrow_ipc.py``, calling
+Adding a reader touches two places: its own module (as ``data/arrow_ipc.py``, calling
 :func:`register` at import), and :data:`_MODULES` below, which names it. Nothing else asks which
 kind of file a table came from: :mod:`.detect` sniffs through :func:`recognise` and
 :meth:`TableReader.sniff`, :mod:`.tabular` reads through :meth:`TableReader.read`, the wizard
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-_MODULES = ("parquet", "spreadsheet", "statfiles")  # the readers, in the order they recognise files
+_MODULES = ("parquet", "arrow_ipc", "spreadsheet", "statfiles")  # the readers, in the order they recognise files
 _READERS: list["TableReader"] = []
 _loaded = False
 #: kinds that no registered reader holds: text files, and a database query (dpdesk.engine.sql)
@@ -34,7 +34,8 @@ class TableReader:
 
     ``names`` maps each kind to its name in messages, without and with its article
     (``"sav": ("SPSS", "an SPSS")``); ``extensions`` maps file name endings to kinds (file
-    dialogs, and the refusal of a misnamed file).
+    dialogs, and the refusal of a misnamed file); ``title`` names the files for a person
+    ("SPSS, Stata and SAS files").
 
     * ``recognise(head, path)`` → the kind, from the file's first bytes (and its name where the
       bytes alone cannot tell); None if it is not this reader's; it may raise a refusal in words
@@ -56,6 +57,7 @@ class TableReader:
 
     names: dict[str, tuple[str, str]]
     extensions: dict[str, str]
+    title: str  # the files in a file dialog's list of kinds and in the wizard's words: "Excel workbooks"
     recognise: Callable
     sniff: Callable
     read: Callable
@@ -83,7 +85,17 @@ def readers() -> list[TableReader]:
         _loaded = True
         for name in _MODULES:
             importlib.import_module(f"{__package__}.{name}")
-    return list(_READERS)
+    order = [f"{__package__}.{name}" for name in _MODULES]
+    return sorted(_READERS, key=lambda reader: order.index(reader.recognise.__module__)
+                  if reader.recognise.__module__ in order else len(order))
+
+
+def one_extension_per_kind(reader: TableReader) -> list[str]:
+    """Each kind's first file name ending (".sav", ".dta", ...), for words rather than dialogs."""
+    first: dict[str, str] = {}
+    for extension, kind in reader.extensions.items():
+        first.setdefault(kind, extension)
+    return list(first.values())
 
 
 def find(kind: str) -> TableReader | None:

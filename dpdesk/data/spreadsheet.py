@@ -411,5 +411,5 @@ def _read(source: Source, kind: str, *, header: bool, encoding=None, wanted=None
 
 
 NAMES = {"xlsx": ("Excel workbook", "an Excel workbook")}
-register(TableReader(NAMES, {ext: "xlsx" for ext in EXTENSIONS}, _recognise, _sniff, _read,
+register(TableReader(NAMES, {ext: "xlsx" for ext in EXTENSIONS}, "Excel workbooks", _recognise, _sniff, _read,
                      lambda path, kind: not_a_workbook(path), sheets=True, read_baskets=read_baskets, preview=_preview))

@@ -235,4 +235,4 @@ def _read(source: Source, kind: str, *, header=True, encoding=None, wanted=None,
 
 NAMES = {"sav": ("SPSS", "an SPSS"), "dta": ("Stata", "a Stata"), "sas7bdat": ("SAS", "a SAS"),
          "xpt": ("SAS transport (XPORT)", "a SAS transport (XPORT)")}
-register(TableReader(NAMES, EXTENSIONS, kind_of, _sniff, _read, not_this_kind))
+register(TableReader(NAMES, EXTENSIONS, "SPSS, Stata and SAS files", kind_of, _sniff, _read, not_this_kind))

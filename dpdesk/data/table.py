@@ -257,3 +257,55 @@ def value_text(value) -> str:
     except (TypeError, ValueError):
         pass
     return str(value).strip()
+
+
+def arrow_text(value) -> str:
+    """A value of an Arrow column (Parquet, Arrow IPC) as text: whole floats without ``.0`` (ids stored as
+    floats), NaN as missing."""
+    if isinstance(value, float):
+        if value != value:
+            return ""
+        return str(int(value)) if value.is_integer() else str(value)
+    return str(value)
+
+
+def table_from_batches(names: list[str], n_rows: int, batches: Callable, path, budget: MemoryBudget,
+                       wanted=None, *, what: str) -> Table:
+    """The compact :class:`Table` of a file read as Arrow record batches (Parquet, Arrow IPC).
+
+    ``names``: the file's column names; ``batches(positions)`` yields record batches of the columns at
+    those positions; ``n_rows``: the rows the file's metadata promises (checked); ``what``: the file in
+    messages ("Parquet file"). Values become the text they print as (:func:`arrow_text`); errors name the
+    record as "row N" (such a file has no lines).
+    """
+    names = distinct_names(names)
+    keep = wanted(names) if wanted is not None else None
+    keep = names if keep is None else [n for n in names if n in set(keep)]
+    budget.check(n_rows * (4 * len(keep) + 12), path, projected=True)
+    positions = [names.index(name) for name in keep]
+    codes = {name: np.empty(n_rows, dtype=np.int32) for name in keep}
+    index: dict[str, dict[str, int]] = {name: {} for name in keep}
+    done, distinct_bytes = 0, 0
+    for batch in batches(positions):
+        rows = batch.num_rows
+        if done + rows > n_rows:
+            raise DataError(f"the {what} holds more rows than its footer says", path=path)
+        for k, name in enumerate(keep):
+            local, values = pd.factorize(batch.column(k).to_pandas(), use_na_sentinel=True)
+            table = index[name]
+            before = len(table)
+            texts = [arrow_text(v) for v in values]
+            if local.size and local.min() < 0:
+                texts.append("")  # missing values (code -1) take the last one
+            mapped = np.fromiter((table.setdefault(t, len(table)) for t in texts), dtype=np.int64,
+                                 count=len(texts))
+            if len(table) > before:
+                distinct_bytes += sum(len(t) + BYTES_PER_DISTINCT for t, m in zip(texts, mapped) if m >= before)
+            codes[name][done:done + rows] = mapped[local]  # -1 (missing) takes the last: ""
+        done += rows
+        budget.check((done * (4 * len(keep) + 12) + distinct_bytes) * n_rows / max(done, 1), path,
+                     projected=done < n_rows)
+    if done != n_rows:
+        raise DataError(f"the {what} holds fewer rows than its footer says", path=path)
+    uniques = {name: np.array(list(index[name]), dtype=object) for name in keep}
+    return Table(names, codes, uniques, np.arange(n_rows, dtype=np.int64) + 1, path, n_rows, unit="row")

@@ -14,7 +14,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QCheckBox, QComb
                                QProgressBar, QPushButton, QRadioButton, QStackedWidget, QTableView, QTableWidget,
                                QVBoxLayout, QWidget, QWizard, QWizardPage)
 
-from ..data import load
+from ..loading import load
+from ..data import readers
 from ..data.detect import look, preview_table
 from ..data.layout import DELIMITER_NAMES, FORMATS, IDENTIFIER_MIN_VALUES, IDENTIFIER_SAMPLE, look_at_columns
 from ..data.loader import CELLS_NEED_ONE_ROW
@@ -41,9 +42,24 @@ ID_CHOICES = 200
 DELIMITERS = [(",", "Comma ,"), ("\t", "Tab"), (";", "Semicolon ;"), ("|", "Pipe |"), (None, "Spaces")]
 ENCODINGS = [("auto", "Detect automatically"), ("utf-8", "UTF-8"), ("utf-8-sig", "UTF-8 with BOM"),
              ("latin-1", "Latin-1 (ISO-8859-1)"), ("cp1252", "Windows-1252")]
-FILE_FILTER = ("Data files (*.dat *.csv *.tsv *.txt *.data *.parquet *.gz *.xlsx *.xlsm *.sav *.zsav *.dta *.sas7bdat "
-               "*.xpt);;Text files (*.dat *.csv *.tsv *.txt *.data *.gz);;Excel workbooks (*.xlsx *.xlsm);;"
-               "SPSS, Stata and SAS files (*.sav *.zsav *.dta *.sas7bdat *.xpt);;Parquet (*.parquet);;All files (*)")
+TEXT_EXTENSIONS = (".dat", ".csv", ".tsv", ".txt", ".data")
+
+
+def file_filter() -> str:
+    """The file dialog's kinds of file: text, then each registered reader's (dpdesk.data.readers)."""
+    def patterns(extensions) -> str:
+        return " ".join(f"*{ext}" for ext in extensions)
+
+    kinds = [(reader.title, tuple(reader.extensions)) for reader in readers.readers()]
+    every = TEXT_EXTENSIONS + (".gz",) + tuple(ext for _, extensions in kinds for ext in extensions)
+    return ";;".join([f"Data files ({patterns(every)})", f"Text files ({patterns(TEXT_EXTENSIONS + ('.gz',))})",
+                      *(f"{title} ({patterns(extensions)})" for title, extensions in kinds), "All files (*)"])
+
+
+def file_kinds_in_words() -> str:
+    """The registered readers' files for the first page: "<b>Excel workbooks</b> (.xlsx, .xlsm), …"."""
+    return ", ".join(f"<b>{reader.title}</b> ({', '.join(readers.one_extension_per_kind(reader))})"
+                     for reader in readers.readers())
 
 
 DATABASE_FORMATS = ("pairs", "records", "cells")  # a query's result is a table
@@ -125,8 +141,9 @@ class FilePage(QWizardPage):
         layout = QVBoxLayout(self)
         row = QHBoxLayout()
         self.path = QLineEdit()
-        self.path.setPlaceholderText("Path of a data file (.dat, .csv, .tsv, .xlsx, .sav, .dta, .sas7bdat, .xpt, "
-                                     ".parquet, possibly .gz)")
+        self.path.setPlaceholderText("Path of a data file (" + ", ".join(
+            TEXT_EXTENSIONS[:3] + tuple(ext for reader in readers.readers() for ext in readers.one_extension_per_kind(reader)))
+            + ", possibly .gz)")
         self.path.setAccessibleName("Data file path")
         browse = QPushButton("Browse…")
         browse.setAccessibleName("Browse for a data file")
@@ -146,9 +163,8 @@ class FilePage(QWizardPage):
         layout.addWidget(explanation(
             "dpdesk reads <b>transaction files</b> (one person per line, e.g. <i>retail.dat</i>), <b>pairs</b> "
             "(person, item), <b>0/1 matrices</b>, <b>records</b> (one row per person with attributes, e.g. "
-            "census microdata) and <b>count tables</b>, as text (CSV, TSV; compressed <i>.gz</i> is fine), "
-            "<b>Excel</b> workbooks (.xlsx), <b>SPSS</b> (.sav), <b>Stata</b> (.dta), <b>SAS</b> (.sas7bdat, .xpt) "
-            "and Parquet files."))
+            "census microdata) and <b>count tables</b>, as text (CSV, TSV; compressed <i>.gz</i> is fine) and as "
+            + file_kinds_in_words() + "."))
         row = QHBoxLayout()
         self.progress = QProgressBar()
         self.progress.setRange(0, 0)  # busy: opening a workbook takes as long as it takes
@@ -177,7 +193,7 @@ class FilePage(QWizardPage):
         self._advance = False
 
     def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Choose a data file", str(Path.home()), FILE_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Choose a data file", str(Path.home()), file_filter())
         if path:
             self.path.setText(path)
 
