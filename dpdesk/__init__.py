@@ -13,7 +13,8 @@ The stable Python API (scripts rely on these names):
 
 __version__ = "0.1.0"
 
-from .data import CellCounts, Dataset, from_cells, from_matrix, load  # noqa: E402
+from .data import CellCounts, Dataset, from_cells, from_matrix  # noqa: E402
+from .loading import load  # noqa: E402
 from .data.domain import declare  # noqa: E402
 from . import mechanisms  # noqa: E402  (a callable module: dpdesk.mechanisms())
 from .api import release  # noqa: E402

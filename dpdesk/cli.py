@@ -107,7 +107,7 @@ def _add_import_arguments(parser) -> None:
 
 
 def _load(args):
-    from .data import load
+    from .loading import load
 
     if getattr(args, "sql", None):
         from .engine.sql import load_sql
@@ -132,7 +132,7 @@ def _load(args):
 
 def _say_how_records_were_read(data, args) -> None:
     """Notes on stderr (internal: they may describe the data) when a table was read as records."""
-    from .data.detect import IDENTIFIER_SAMPLE
+    from .data.layout import IDENTIFIER_SAMPLE
 
     source = getattr(data, "source", None) or {}
     if source.get("format") != "records":
@@ -292,7 +292,7 @@ def _print_summary(summary: dict, *, spent: bool) -> None:
 
 
 def cmd_release(args) -> int:
-    from .data import load
+    from .loading import load
     from .workflow import NOT_COMPARED, default_dataset_name, discovery_plan, observed_choice, release_to_files
 
     items = _declaration(args)

@@ -228,7 +228,7 @@ class Project:
                    path=path)
 
     def load_data(self, **kwargs):
-        from .data import load
+        from .loading import load
 
         options = dict(self.data.get("options") or {})
         options.update(kwargs)

@@ -21,7 +21,7 @@ import pytest
 
 import dpdesk
 from dpdesk import cli
-from dpdesk.data.detect import IDENTIFIER_SAMPLE, identifier_like, look_at_columns
+from dpdesk.data.layout import IDENTIFIER_SAMPLE, identifier_like, look_at_columns
 from dpdesk.data.loader import CELLS_NEED_ONE_ROW
 from dpdesk.errors import DataError, ParameterError
 from dpdesk.privacy.ledger import Ledger

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Sequence
+from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
@@ -47,6 +47,58 @@ def natural_order(labels: Sequence[str]) -> np.ndarray:
         lengths = np.array([len(label) for label in labels])
         return np.lexsort((lengths, values))
     return np.array(sorted(range(len(labels)), key=lambda i: natural_key(labels[i])), dtype=np.int64)
+
+
+@runtime_checkable
+class IncidenceData(Protocol):
+    """What a mechanism may ask of people × items data, wherever it lives: in memory (:class:`Dataset`)
+    or in an engine (:class:`dpdesk.engine.dataset.EngineDataset`), which both implement all of it.
+
+    A new statistic is a new member here, answered by both: the engine's from one query in
+    ``engine/queries.py``, the matrix's with numpy (docs/ARCHITECTURE.md §2, "Adding a statistic";
+    ``tests/engine/test_dataset_interface.py`` holds both to it and to equal answers).
+    """
+
+    kind: str
+    name: str
+    source: dict
+    item_labels: np.ndarray
+    domain: object
+    origin: object
+    likely_identifiers: tuple
+    record_columns: tuple
+
+    @property
+    def n_rows(self) -> int: ...  # people
+
+    @property
+    def n_items(self) -> int: ...  # items (columns)
+
+    @property
+    def nnz(self) -> int: ...  # (person, item) pairs held
+
+    @property
+    def binary(self) -> bool: ...
+
+    @property
+    def row_counts(self) -> np.ndarray: ...  # each person's number of items (internal)
+
+    @property
+    def column_counts(self) -> np.ndarray: ...  # each item's true count (internal)
+
+    @property
+    def column_sums(self) -> np.ndarray: ...
+
+    @property
+    def fingerprint(self) -> str: ...  # the content's sha256 (data/fingerprint.py), equal on both
+
+    def prepare_bounding(self, bound, cancel=None, progress=None): ...  # privacy.bounding's input for Δ
+
+    def summary(self) -> dict: ...  # internal figures for the steward
+
+    def row_length_histogram(self, bins: int = 50) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def describe(self) -> str: ...
 
 
 @dataclass(eq=False)
@@ -236,7 +288,7 @@ class CellCounts:
             if int(np.prod(np.array(sizes, dtype=object))) != m:
                 raise ParameterError("The domain size must be the product of the attribute domain sizes.")
         if self.domain is None and self.domains_declared:
-            from .domain import HOW_LIST, HOW_RANGE, CellDomain
+            from .public_domain import HOW_LIST, HOW_RANGE, CellDomain
 
             if self.domains is not None:
                 self.domain = CellDomain(tuple(self.attributes), tuple(tuple(v) for v in self.domains), HOW_LIST,
@@ -353,7 +405,7 @@ def from_matrix(matrix, item_labels: Sequence[str] | None = None, *, name: str =
 
 def from_cells(indices, counts, domain_size: int, *, name: str = "cells") -> CellCounts:
     """A :class:`CellCounts` from cell numbers, their counts and the domain size m."""
-    from .domain import HOW_RANGE, CellDomain
+    from .public_domain import HOW_RANGE, CellDomain
 
     m = int(domain_size)
     return CellCounts(np.asarray(indices), np.asarray(counts), m, name=name,

@@ -1,4 +1,5 @@
-"""``dpdesk.load``: read any supported file into a :class:`Dataset` or :class:`CellCounts`.
+"""Read any supported file into memory as a :class:`Dataset` or :class:`CellCounts`
+(:func:`dpdesk.load`, in :mod:`dpdesk.loading`, may hand it to an engine instead).
 
 Formats (``format=``):
 
@@ -32,8 +33,9 @@ import numpy as np
 from ..errors import DataError, EmptyData, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress, scaled
 from .dataset import CellCounts, Dataset, build_incidence
-from .detect import FORMATS, binary_kind, sniff
-from .spreadsheet import read_baskets
+from . import readers
+from .detect import binary_kind, sniff
+from .layout import FORMATS
 from .tabular import (columns_needed, matrix_to_dataset, pairs_to_dataset, read_table, records_to_cells,
                       records_to_dataset, table_to_cells)
 from .textio import give_back_free_memory, memory_budget, open_source, read_head
@@ -62,7 +64,7 @@ def check_options(format: str, options: dict) -> None:
             options.get("attributes") and format in ("auto", "records"))):
         raise ParameterError(CELLS_NEED_ONE_ROW)
     if options.get("column_names") is not None:
-        from .tabular import check_column_names
+        from .table import check_column_names
 
         check_column_names(options["column_names"])
         if options.get("header") is True:
@@ -86,32 +88,13 @@ def _delimiter(option, sniffed_delimiter):
     return option
 
 
-def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
-         cancel: CancelToken | None = None, engine: str = "auto", spark_master: str | None = None,
-         **options) -> Dataset | CellCounts:
-    """Read ``path`` (see the module documentation for formats and options).
+def read(path, format: str = "auto", *, progress: ProgressFn | None = None,
+         cancel: CancelToken | None = None, **options) -> Dataset | CellCounts:
+    """Read ``path`` into memory (see the module documentation for formats and options).
 
-    ``engine``: ``memory`` (the matrix in memory), ``duckdb`` or ``spark`` (the data stays
-    in an analytical engine, :mod:`dpdesk.engine`), or ``auto``: in memory when the file
-    fits in the memory budget with room for a release, else DuckDB when it reads the
-    layout (:func:`dpdesk.engine.choose_engine`).
+    The front door that may hand the file to an engine instead is :func:`dpdesk.loading.load`.
     """
-    from ..engine import EngineUnsupported, choose_engine, scan
-    from ..engine.baskets import baskets_dataset, read_baskets_metadata
-
-    check_options(format, options)  # before anything is read
-    chosen = choose_engine(engine, open_source(Path(path)), options.get("memory_limit"))
-    if chosen != "memory" and engine in (None, "", "auto") and _read_in_memory(path):
-        chosen = "memory"  # spreadsheets and SPSS/Stata/SAS files: no engine reads them
-    if chosen == "memory" and read_baskets_metadata(path) is not None:  # a file made by dpdesk convert
-        return baskets_dataset(path, format, name=options.get("name"), progress=progress, cancel=cancel)
-    if chosen != "memory":
-        try:
-            return scan(path, format, engine=chosen, spark_master=spark_master, progress=progress, cancel=cancel,
-                        **options)
-        except EngineUnsupported:
-            if engine not in (None, "", "auto"):
-                raise
+    check_options(format, options)
     progress = progress or no_progress
     unknown = set(options) - OPTION_NAMES
     if unknown:
@@ -126,7 +109,8 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
     encoding = options.get("encoding", "auto") or "auto"
     sheet = options.get("sheet")
     sniffed = sniff(path, source=source, encoding=encoding, sheet=sheet)
-    if sheet not in (None, "") and sniffed.kind != "xlsx":
+    reader = readers.find(sniffed.kind)  # None: a text file
+    if sheet not in (None, "") and not (reader is not None and reader.sheets):
         raise ParameterError(f"The sheet option is for Excel workbooks; {path.name} is {sniffed.a_kind} file.")
     fmt, delimiter, header = layout(sniffed, format, options, path)
     name = options.get("name") or display_name(path)
@@ -135,13 +119,13 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
     for key in RECORDED_OPTIONS:
         if key in options and options[key] is not None:
             source_record[key] = options[key]
-    if sniffed.kind == "xlsx":
+    if reader is not None and reader.sheets:
         source_record["sheet"] = sniffed.sheet
     if cancel is not None:
         cancel.check()
-    if fmt == "transactions" and sniffed.kind == "xlsx":
-        rows, cols, n_rows, labels = read_baskets(source, sheet=sniffed.sheet, header=header, budget=budget,
-                                                  cancel=cancel, progress=scaled(progress, 0.05, 0.85))
+    if fmt == "transactions" and reader is not None and reader.read_baskets is not None:
+        rows, cols, n_rows, labels = reader.read_baskets(source, sheet=sniffed.sheet, header=header, budget=budget,
+                                                         cancel=cancel, progress=scaled(progress, 0.05, 0.85))
         progress(0.9, "Building the matrix")
         dataset = build_incidence(rows, cols, n_rows, labels, name=name, source=source_record)
     elif fmt == "transactions":
@@ -196,15 +180,15 @@ def given_names(sniffed, options: dict, path) -> list[str] | None:
     if sniffed.named_columns:
         raise ParameterError(f"{Path(path).name} is {sniffed.a_kind} file, which names its columns itself; "
                              "column names are given only for a text table or a sheet without a header line.")
-    from .tabular import check_column_names
+    from .table import check_column_names
 
     return check_column_names(names)
 
 
-def _read_in_memory(path) -> bool:
+def read_in_memory_only(path) -> bool:
     """Whether the file is a spreadsheet or an SPSS, Stata or SAS file, which only the memory path reads."""
     kind = binary_kind(read_head(path, 4096), path)
-    return kind not in (None, "parquet")
+    return kind is not None and not readers.reader_for(kind).engines
 
 
 def display_name(path: Path) -> str:
@@ -252,13 +236,6 @@ def _settled(sniffed, options: dict) -> bool:
     if "header" in sniffed.settled_by and options.get("column_names") is not None:
         return True  # names given for the columns: there is no header line
     return any(options.get(key) not in (None, "auto") for key in sniffed.settled_by)
-
-
-def reload(source: dict, **overrides) -> Dataset | CellCounts:
-    """Import again from a recorded ``source`` dict (used by project files)."""
-    options = {k: v for k, v in source.items() if k in OPTION_NAMES}
-    options.update(overrides)
-    return load(source["path"], format=source.get("format", "auto"), **options)
 
 
 def unit_of_privacy(source: dict, kind: str = "incidence") -> dict:

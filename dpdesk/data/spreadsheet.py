@@ -1,12 +1,12 @@
 """Excel workbooks (``.xlsx``, ``.xlsm``), read with openpyxl in read-only mode, row by row.
 
 A sheet is read like a CSV file: its rows become the same compact table
-(:class:`.tabular.Table`) for ``pairs``, ``matrix``, ``records`` and ``cells``, or baskets for
+(:class:`.table.Table`) for ``pairs``, ``matrix``, ``records`` and ``cells``, or baskets for
 ``transactions`` (one person per row, one item per filled cell). What differs from text:
 
 * Messages name the sheet's row (``row 12``) as Excel numbers it.
 * Cells hold numbers, dates and booleans: whole numbers are written without ``.0``, dates as
-  ISO dates, TRUE/FALSE as 1/0 (:func:`.tabular.value_text`); formulas give the value Excel last
+  ISO dates, TRUE/FALSE as 1/0 (:func:`.table.value_text`); formulas give the value Excel last
   computed and saved.
 * Trailing empty cells cannot be seen in Excel, so a row may end early: the table is as wide as
   its widest row among the first ones (header cells left empty are named ``column K``); a later
@@ -29,6 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError, DpdeskError, EmptyData, ParameterError
+from .layout import Sniffed, layout_of_rows
+from .readers import TableReader, register
+from .table import BYTES_PER_DISTINCT, Columns, value_text
 from .textio import MemoryBudget, Source, _open_fd
 
 ZIP_MAGIC = b"PK\x03\x04"
@@ -168,7 +171,6 @@ class WorkbookPreview:
 
 def preview(path, lines: int = 21, cancel=None) -> WorkbookPreview:
     """The first ``lines`` non-blank rows of each worksheet (up to :data:`PREVIEW_SHEETS` sheets)."""
-    from .tabular import value_text
 
     with workbook(path) as book:
         sheets = book.worksheets
@@ -199,9 +201,8 @@ def _fraction(number: int, total: int | None) -> float:
 
 def read_sheet(source: Source, *, sheet=None, header: bool, wanted=None, budget: MemoryBudget, cancel=None,
                progress=None, names: list[str] | None = None):
-    """A worksheet as a :class:`.tabular.Table` (rows numbered as in Excel); ``names``: the steward's
+    """A worksheet as a :class:`.table.Table` (rows numbered as in Excel); ``names``: the steward's
     names for the columns of a sheet without a header row."""
-    from .tabular import _Columns, value_text
 
     path = source.path
     if source.compressed:
@@ -210,7 +211,7 @@ def read_sheet(source: Source, *, sheet=None, header: bool, wanted=None, budget:
     with workbook(path) as book:
         ws = _sheet(book, sheet, path)
         total = _size(ws)
-        columns = _Columns(source, budget, wanted, header, "utf-8", names)
+        columns = Columns(source, budget, wanted, header, "utf-8", names)
         columns.raw_keys, columns.unit = False, "row"
         first: list[tuple[int, tuple]] = []  # the first rows, until the table's width is known
         batch: list[tuple] = []
@@ -286,7 +287,6 @@ def read_baskets(source: Source, *, sheet=None, header: bool, budget: MemoryBudg
     Returns ``(rows, cols, n_rows, labels)`` for :func:`.dataset.build_incidence`. A blank row
     between baskets is a person with no items; blank rows after the last basket are not people.
     """
-    from .tabular import BYTES_PER_DISTINCT, value_text
 
     path = source.path
     if source.compressed:
@@ -339,3 +339,77 @@ def read_baskets(source: Source, *, sheet=None, header: bool, budget: MemoryBudg
     for label, code in index.items():
         labels[code] = label
     return np.concatenate(rows_parts), np.concatenate(cols_parts), people, labels
+
+
+# --- the reader (dpdesk.data.readers) ---------------------------------------------------------------
+
+def _sniff(path, kind: str = "xlsx", *, source=None, encoding: str = "auto", sheet=None) -> Sniffed:
+    """A workbook: the layout of its chosen sheet, from the first rows, guessed as for CSV."""
+    found = preview(path)
+    name = found.name(sheet)
+    if name is None:
+        raise ParameterError(f"The workbook has no sheet '{sheet}'; its sheets are: " + ", ".join(found.sheets)
+                             + " (give a name or a 0-based position).")
+    return sheet_sniffed(found.sheets, found.rows, name)
+
+
+def sheet_sniffed(sheets: list[str], sheet_rows: dict, name: str) -> Sniffed:
+    """The layout of one sheet of a workbook, from its first rows (already read: no reading here)."""
+    rows = sheet_table(sheet_rows.get(name, []))
+    if not rows:
+        return Sniffed("pairs", None, True, "binary", [], [], kind="xlsx", sheets=list(sheets), sheet=name,
+                       sheet_rows=sheet_rows, names=NAMES["xlsx"], notes=[f"the sheet '{name}' is empty"])
+    sniffed = layout_of_rows(rows, ",", "binary")
+    sniffed.names = NAMES["xlsx"]
+    sniffed.delimiter = None
+    sniffed.kind, sniffed.sheets, sniffed.sheet, sniffed.sheet_rows = "xlsx", list(sheets), name, sheet_rows
+    if sniffed.format == "transactions" and sniffed.header:
+        sniffed.notes = ["the first row looks like column names and is not read as items"]
+    if len(sheets) > 1:
+        sniffed.notes.append(f"the workbook has {len(sheets)} sheets; reading '{name}'")
+    return sniffed
+
+
+def sheet_table(rows: list[list[str]]) -> list[list[str]]:
+    """A sheet's first rows as a table: rows that end early (empty cells are not stored) padded with
+    empty values, unless the rows are ragged like baskets (then they are left as they are)."""
+    if not rows:
+        return rows
+    widths = [len(row) for row in rows]
+    width = max(widths)
+    full = sum(w == width for w in widths)
+    nearly = sum(w >= width - 1 for w in widths)  # a table whose last column is sometimes empty
+    if full >= 0.8 * len(rows) or (widths[0] == width and nearly >= 0.8 * len(rows)):
+        return [row + [""] * (width - len(row)) for row in rows]
+    return rows
+
+
+def _preview(sniffed: Sniffed, *, header: bool, sheet=None, lines: int = 20) -> tuple[list[str], list[list[str]]]:
+    """A sheet's columns and first rows as they will be read with these options (no reading)."""
+    name = sheet if sheet in sniffed.sheet_rows else sniffed.sheet
+    rows = sheet_table(sniffed.sheet_rows.get(name, []))
+    if header and rows:
+        width = max(len(r) for r in rows)
+        columns = [c or f"column {k + 1}" for k, c in enumerate(rows[0] + [""] * (width - len(rows[0])))]
+        return columns, rows[1:lines + 1]
+    width = max((len(r) for r in rows), default=0)
+    return [f"column {k + 1}" for k in range(width)], rows[:lines]
+
+
+def _recognise(head: bytes, path) -> str | None:
+    if is_workbook(head, path):
+        return "xlsx"
+    if head[:8] == OLE_MAGIC and Path(path).suffix.lower() in (".xls", ".xlsx", ".xlsm", ".xlt"):
+        raise old_excel(path)
+    return None
+
+
+def _read(source: Source, kind: str, *, header: bool, encoding=None, wanted=None, budget: MemoryBudget,
+          cancel=None, progress=None, sheet=None, names=None):
+    return read_sheet(source, sheet=sheet, header=header, wanted=wanted, budget=budget, cancel=cancel,
+                      progress=progress, names=names)
+
+
+NAMES = {"xlsx": ("Excel workbook", "an Excel workbook")}
+register(TableReader(NAMES, {ext: "xlsx" for ext in EXTENSIONS}, "Excel workbooks", _recognise, _sniff, _read,
+                     lambda path, kind: not_a_workbook(path), sheets=True, read_baskets=read_baskets, preview=_preview))

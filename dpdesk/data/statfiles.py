@@ -2,7 +2,7 @@
 
 These files hold one table: one row per record (a person, for microdata) and named
 variables. They are read with pyreadstat (the ReadStat library) in chunks of rows, each
-chunk turned into the same compact table as a CSV file (:class:`.tabular.Table`), so the
+chunk turned into the same compact table as a CSV file (:class:`.table.Table`), so the
 same ``pairs``, ``matrix``, ``records`` and ``cells`` layouts, checks and error messages apply.
 Rows are numbered from 1 in messages ("row 12"): these files have no lines.
 
@@ -30,6 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError, EmptyData
+from .layout import COUNT_NAMES, Sniffed, looks_like_matrix
+from .readers import TableReader, register
+from .table import Columns, value_text
 from .textio import MemoryBudget, Source, format_size
 
 #: kind → (what a steward calls it, the pyreadstat function that reads it)
@@ -138,7 +141,6 @@ class StatPreview:
 
 def preview(path, kind: str, lines: int = 20, encoding: str | None = None) -> StatPreview:
     """Variable names and the first ``lines`` rows as the importer reads them (labels applied)."""
-    from .tabular import value_text
 
     frame, meta = _call(kind, path, row_limit=max(lines, 1), encoding=encoding)
     columns = [str(c) for c in meta.column_names]
@@ -153,12 +155,11 @@ def preview(path, kind: str, lines: int = 20, encoding: str | None = None) -> St
 
 def read_statfile(source: Source, kind: str, *, encoding: str | None = None, wanted=None,
                   budget: MemoryBudget, cancel=None, progress=None):
-    """The file's table (:class:`.tabular.Table`, rows numbered from 1), in chunks of rows.
+    """The file's table (:class:`.table.Table`, rows numbered from 1), in chunks of rows.
 
     ``wanted(names)`` names the variables to keep (None: all); ``progress`` and ``cancel`` are
     heard between chunks.
     """
-    from .tabular import _Columns, value_text
 
     path = source.path
     name = kind_name(kind)
@@ -172,7 +173,7 @@ def read_statfile(source: Source, kind: str, *, encoding: str | None = None, wan
     total = getattr(meta, "number_rows", None)
     if total == 0:
         raise EmptyData(f"the {name} file holds no records", path=path, expected="at least one row of data")
-    columns = _Columns(source, budget, wanted, True, "utf-8")
+    columns = Columns(source, budget, wanted, True, "utf-8")
     columns.raw_keys, columns.unit = False, "row"
     columns.start(names, 0)
     kept = [names[k] for k in columns.keep]
@@ -202,3 +203,36 @@ def read_statfile(source: Source, kind: str, *, encoding: str | None = None, wan
         raise DataError(f"the {name} file ends after {done:,} of its {total:,} rows: it is incomplete", path=path,
                         expected=f"a complete {name} file ({format_size(source.size)} read)")
     return columns.table()
+
+
+# --- the reader (dpdesk.data.readers) ---------------------------------------------------------------
+
+def _sniff(path, kind: str, *, source=None, encoding: str = "auto", sheet=None) -> Sniffed:
+    """An SPSS, Stata or SAS file: its variables name the columns; the layout from the first rows."""
+    found = preview(path, kind, encoding=None if encoding in (None, "auto") else encoding)
+    columns, rows = found.columns, found.rows
+    if any(c.strip().lower() in COUNT_NAMES for c in columns):
+        fmt = "cells"
+    elif len(columns) >= 3 and looks_like_matrix(rows):
+        fmt = "matrix"
+    elif len(columns) <= 4:
+        fmt = "pairs"
+    else:
+        fmt = "records"
+    sniffed = Sniffed(fmt, None, True, "binary" if encoding in (None, "auto") else encoding, columns, rows,
+                      kind=kind, n_rows=found.n_rows, names=NAMES[kind], header_line=False)
+    if found.labelled:
+        shown = ", ".join(found.labelled[:5]) + (", …" if len(found.labelled) > 5 else "")
+        sniffed.notes.append(f"value labels are read in place of codes ({shown})")
+    return sniffed
+
+
+def _read(source: Source, kind: str, *, header=True, encoding=None, wanted=None, budget: MemoryBudget, cancel=None,
+          progress=None, sheet=None, names=None):
+    return read_statfile(source, kind, encoding=encoding, wanted=wanted, budget=budget, cancel=cancel,
+                         progress=progress)
+
+
+NAMES = {"sav": ("SPSS", "an SPSS"), "dta": ("Stata", "a Stata"), "sas7bdat": ("SAS", "a SAS"),
+         "xpt": ("SAS transport (XPORT)", "a SAS transport (XPORT)")}
+register(TableReader(NAMES, EXTENSIONS, "SPSS, Stata and SAS files", kind_of, _sniff, _read, not_this_kind))

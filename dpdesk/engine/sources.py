@@ -12,12 +12,13 @@ from pathlib import Path
 import numpy as np
 
 from ..data.dataset import CellCounts, natural_order
-from ..data.detect import a_kind, binary_kind, sniff
-from ..data.detect import IDENTIFIER_SAMPLE, identifier_like
+from ..data.detect import binary_kind, sniff
+from ..data.layout import IDENTIFIER_SAMPLE, identifier_like
+from ..data.readers import a_kind, reader_for
 from ..data.loader import OPTION_NAMES, RECORDED_OPTIONS, check_options, display_name, given_names, layout
-from ..data.tabular import distinct_names, record_item_columns, resolve_column
+from ..data.table import delimiters_in_words, distinct_names, resolve_column
+from ..data.tabular import record_item_columns
 from ..data.textio import memory_budget, open_source
-from ..data.tabular import delimiters_in_words
 from ..errors import DataError, EmptyData, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress, scaled
 from .backend import open_engine
@@ -45,7 +46,7 @@ def read_file(path, format: str = "auto", *, engine: str = "duckdb", spark_maste
     progress(0.0, "Reading file")
     source = open_source(path)
     kind = binary_kind(source.head(4096), path)
-    if kind not in (None, "parquet"):
+    if kind is not None and not reader_for(kind).engines:
         raise EngineUnsupported(f"The {engine} engine reads text files and Parquet; {path.name} is {a_kind(kind)} "
                                 "file, which dpdesk reads in memory: use --engine memory (or auto).")
     baskets = read_baskets_metadata(path) if not source.compressed else None

@@ -135,7 +135,7 @@ def query_batches(url: str, query: str, cancel: CancelToken | None = None):
     else:
         raise ParameterError(f"Unknown database URL '{_where(url)}': use sqlite:///FILE or "
                              "postgresql://user@host/database.")
-    from ..data.tabular import distinct_names
+    from ..data.table import distinct_names
 
     names = distinct_names([str(n) for n in next(rows)])
     schema = pa.schema([pa.field(name, pa.string()) for name in names])
@@ -200,7 +200,8 @@ def look_sql(url: str, query: str, *, progress: ProgressFn | None = None, cancel
 
     Only the first batch of rows is fetched; the connection is closed at once.
     """
-    from ..data.detect import COUNT_NAMES, Sniffed
+    from ..data.layout import COUNT_NAMES, Sniffed
+    from ..data.readers import names_of
 
     progress = progress or no_progress
     progress(0.0, "Running the query")
@@ -220,7 +221,8 @@ def look_sql(url: str, query: str, *, progress: ProgressFn | None = None, cancel
     fmt = ("cells" if any(n.strip().lower() in COUNT_NAMES for n in names)
            else "pairs" if len(names) <= 3 else "records")
     progress(1.0, "Done")
-    return Sniffed(fmt, None, True, "utf-8", list(names), rows, kind="database")
+    return Sniffed(fmt, None, True, "utf-8", list(names), rows, kind="database", names=names_of("database"),
+                   header_line=False)
 
 
 def database_record(url: str, query: str) -> dict:

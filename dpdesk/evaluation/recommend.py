@@ -459,7 +459,7 @@ def declared_size(declaration, path, kind: str, format: str = "auto", import_opt
             cells = declared_cell_domain(declaration.path, attributes)
             if cells is None:  # given by position: their names are the file's header
                 from ..data.detect import sniff
-                from ..data.tabular import resolve_column
+                from ..data.table import resolve_column
 
                 names = sniff(path, encoding=(import_options or {}).get("encoding", "auto") or "auto").columns
                 cells = declared_cell_domain(declaration.path,
@@ -467,7 +467,7 @@ def declared_size(declaration, path, kind: str, format: str = "auto", import_opt
             return cells.size
         return len(read_label_file(declaration.path))
     if declaration.kind == HOW_PUBLIC_DATA:
-        from ..data import load
+        from ..loading import load
 
         # the steward stated the labels are public: only they are read from what the loader returns
         data = loaded if loaded is not None else load(path, format=format, **(import_options or {}))

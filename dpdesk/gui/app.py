@@ -6,33 +6,9 @@ import logging
 import os
 import sys
 import traceback
-from pathlib import Path
 
-from ..paths import resources_dir, sample_path, user_data_dir
-
-LOG_HANDLER = "dpdesk-log-file"
-
-
-def setup_logging() -> Path:
-    """Log to dpdesk.log in the user's data directory (``DPDESK_HOME`` when set); returns its path.
-
-    Called again after ``DPDESK_HOME`` changed, the log moves there: the handler for the old
-    folder is closed, so nothing goes on being written outside the folder the steward chose.
-    """
-    path = str(user_data_dir() / "dpdesk.log")
-    root = logging.getLogger("dpdesk")
-    for handler in list(root.handlers):
-        if getattr(handler, "name", "") == LOG_HANDLER and handler.baseFilename != path:
-            root.removeHandler(handler)
-            handler.close()
-    if any(getattr(h, "baseFilename", None) == path for h in root.handlers):
-        return Path(path)
-    handler = logging.FileHandler(path, encoding="utf-8")
-    handler.set_name(LOG_HANDLER)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    return Path(path)
+from ..logfile import setup_logging
+from ..paths import resources_dir, sample_path
 
 
 def install_excepthook(window) -> None:
@@ -104,7 +80,7 @@ def run_app(path: str | None = None, sample: bool = False, theme: str | None = N
         raise SystemLibraryError(problem)
     from PySide6.QtCore import QTimer
 
-    from ..data import load
+    from ..loading import load
     from .main_window import MainWindow
 
     app = make_app(theme=theme)

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (QButtonGroup, QComboBox, QFileDialog, QFormLayout
                                QVBoxLayout, QWidget)
 
 from .. import mechanisms as registry
-from ..data import load
+from ..loading import load
 from ..errors import DpdeskError, ParameterError
 from ..evaluation.compare import Entry, run_comparison
 from ..evaluation.metrics import LOWER_IS_BETTER, METRIC_LABELS, top_k, topk_accuracies

@@ -800,7 +800,7 @@ def show_error(parent, error: BaseException, details: str = "") -> None:
     if isinstance(error, DpdeskError):
         QMessageBox.warning(parent, error.title, f"{error}\n\nPlease correct this and try again.")
         return
-    from .app import setup_logging
+    from ..logfile import setup_logging
 
     log_path = setup_logging()  # the file named below really gets the details
     log.error("unexpected error: %s\n%s", error, details)

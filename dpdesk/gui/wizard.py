@@ -14,11 +14,13 @@ from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QCheckBox, QComb
                                QProgressBar, QPushButton, QRadioButton, QStackedWidget, QTableView, QTableWidget,
                                QVBoxLayout, QWidget, QWizard, QWizardPage)
 
-from ..data import load
-from ..data.detect import (DELIMITER_NAMES, FORMATS, IDENTIFIER_MIN_VALUES, IDENTIFIER_SAMPLE, look, look_at_columns,
-                           preview_table, sheet_sniffed)
+from ..loading import load
+from ..data import readers
+from ..data.detect import look, preview_table
+from ..data.layout import DELIMITER_NAMES, FORMATS, IDENTIFIER_MIN_VALUES, IDENTIFIER_SAMPLE, look_at_columns
 from ..data.loader import CELLS_NEED_ONE_ROW
-from ..data.tabular import check_column_names
+from ..data.spreadsheet import sheet_sniffed
+from ..data.table import check_column_names
 from ..errors import ParameterError
 from ..engine.sql import database_record, load_sql, look_sql
 from ..paths import sample_path
@@ -40,9 +42,24 @@ ID_CHOICES = 200
 DELIMITERS = [(",", "Comma ,"), ("\t", "Tab"), (";", "Semicolon ;"), ("|", "Pipe |"), (None, "Spaces")]
 ENCODINGS = [("auto", "Detect automatically"), ("utf-8", "UTF-8"), ("utf-8-sig", "UTF-8 with BOM"),
              ("latin-1", "Latin-1 (ISO-8859-1)"), ("cp1252", "Windows-1252")]
-FILE_FILTER = ("Data files (*.dat *.csv *.tsv *.txt *.data *.parquet *.gz *.xlsx *.xlsm *.sav *.zsav *.dta *.sas7bdat "
-               "*.xpt);;Text files (*.dat *.csv *.tsv *.txt *.data *.gz);;Excel workbooks (*.xlsx *.xlsm);;"
-               "SPSS, Stata and SAS files (*.sav *.zsav *.dta *.sas7bdat *.xpt);;Parquet (*.parquet);;All files (*)")
+TEXT_EXTENSIONS = (".dat", ".csv", ".tsv", ".txt", ".data")
+
+
+def file_filter() -> str:
+    """The file dialog's kinds of file: text, then each registered reader's (dpdesk.data.readers)."""
+    def patterns(extensions) -> str:
+        return " ".join(f"*{ext}" for ext in extensions)
+
+    kinds = [(reader.title, tuple(reader.extensions)) for reader in readers.readers()]
+    every = TEXT_EXTENSIONS + (".gz",) + tuple(ext for _, extensions in kinds for ext in extensions)
+    return ";;".join([f"Data files ({patterns(every)})", f"Text files ({patterns(TEXT_EXTENSIONS + ('.gz',))})",
+                      *(f"{title} ({patterns(extensions)})" for title, extensions in kinds), "All files (*)"])
+
+
+def file_kinds_in_words() -> str:
+    """The registered readers' files for the first page: "<b>Excel workbooks</b> (.xlsx, .xlsm), …"."""
+    return ", ".join(f"<b>{reader.title}</b> ({', '.join(readers.one_extension_per_kind(reader))})"
+                     for reader in readers.readers())
 
 
 DATABASE_FORMATS = ("pairs", "records", "cells")  # a query's result is a table
@@ -124,8 +141,9 @@ class FilePage(QWizardPage):
         layout = QVBoxLayout(self)
         row = QHBoxLayout()
         self.path = QLineEdit()
-        self.path.setPlaceholderText("Path of a data file (.dat, .csv, .tsv, .xlsx, .sav, .dta, .sas7bdat, .xpt, "
-                                     ".parquet, possibly .gz)")
+        self.path.setPlaceholderText("Path of a data file (" + ", ".join(
+            TEXT_EXTENSIONS[:3] + tuple(ext for reader in readers.readers() for ext in readers.one_extension_per_kind(reader)))
+            + ", possibly .gz)")
         self.path.setAccessibleName("Data file path")
         browse = QPushButton("Browse…")
         browse.setAccessibleName("Browse for a data file")
@@ -145,9 +163,8 @@ class FilePage(QWizardPage):
         layout.addWidget(explanation(
             "dpdesk reads <b>transaction files</b> (one person per line, e.g. <i>retail.dat</i>), <b>pairs</b> "
             "(person, item), <b>0/1 matrices</b>, <b>records</b> (one row per person with attributes, e.g. "
-            "census microdata) and <b>count tables</b>, as text (CSV, TSV; compressed <i>.gz</i> is fine), "
-            "<b>Excel</b> workbooks (.xlsx), <b>SPSS</b> (.sav), <b>Stata</b> (.dta), <b>SAS</b> (.sas7bdat, .xpt) "
-            "and Parquet files."))
+            "census microdata) and <b>count tables</b>, as text (CSV, TSV; compressed <i>.gz</i> is fine) and as "
+            + file_kinds_in_words() + "."))
         row = QHBoxLayout()
         self.progress = QProgressBar()
         self.progress.setRange(0, 0)  # busy: opening a workbook takes as long as it takes
@@ -176,7 +193,7 @@ class FilePage(QWizardPage):
         self._advance = False
 
     def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Choose a data file", str(Path.home()), FILE_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Choose a data file", str(Path.home()), file_filter())
         if path:
             self.path.setText(path)
 
@@ -327,14 +344,14 @@ class FormatPage(QWizardPage):
         for index in range(self.format.count()):  # a query's result is a table: no baskets or 0/1 matrix
             allowed = sniffed.kind != "database" or self.format.itemData(index) in DATABASE_FORMATS
             self.format.model().item(index).setEnabled(allowed)
-        self.form.setRowVisible(self.sheet, sniffed.kind == "xlsx")
+        self.form.setRowVisible(self.sheet, sniffed.in_sheets)
         self.form.setRowVisible(self.header, not sniffed.named_columns)  # SPSS, Stata, SAS, Parquet name theirs
         self._show_guess(sniffed)
         self._set(self.encoding, "auto")
         for widget in (self.delimiter, self.encoding):  # a workbook or a data file has neither
             widget.setEnabled(not sniffed.binary)
             self.form.setRowVisible(widget, not sniffed.binary)
-        self.header.setText("The first row holds column names" if sniffed.kind == "xlsx"
+        self.header.setText("The first row holds column names" if sniffed.in_sheets
                             else "The first line holds column names")
         self.refresh()
 
@@ -349,10 +366,10 @@ class FormatPage(QWizardPage):
                     f"({', '.join(sniffed.columns[:6])}{', …' if len(sniffed.columns) > 6 else ''}); "
                     f"read as <b>{sniffed.describe()}</b>")
         elif sniffed.binary:
-            where = f" (sheet '{sniffed.sheet}')" if sniffed.kind == "xlsx" else ""
+            where = f" (sheet '{sniffed.sheet}')" if sniffed.in_sheets else ""
             article, name = sniffed.a_kind.split(" ", 1)
             text = f"Detected: {article} <b>{name}</b> file{where}; <b>{sniffed.describe()}</b>"
-            if sniffed.kind == "xlsx":
+            if sniffed.in_sheets:
                 text += f"; header: {'yes' if sniffed.header else 'no'}"
             if sniffed.n_rows:
                 text += f"; {sniffed.n_rows:,} rows"
@@ -367,7 +384,7 @@ class FormatPage(QWizardPage):
         """Another sheet of the workbook: its layout guessed again from the rows already read."""
         sniffed = self.owner.sniffed
         name = self.sheet.currentData()
-        if self._filling or sniffed is None or sniffed.kind != "xlsx" or name is None or name == sniffed.sheet:
+        if self._filling or sniffed is None or not sniffed.in_sheets or name is None or name == sniffed.sheet:
             return
         self.owner.sniffed = sheet_sniffed(sniffed.sheets, sniffed.sheet_rows, name)
         self._show_guess(self.owner.sniffed)
@@ -389,7 +406,7 @@ class FormatPage(QWizardPage):
         sniffed = self.owner.sniffed
         s = self.settings()
         encoding = sniffed.encoding if s["encoding"] == "auto" else s["encoding"]
-        header = s["header"] and (s["format"] != "transactions" or sniffed.kind == "xlsx")
+        header = s["header"] and (s["format"] != "transactions" or sniffed.in_sheets)
         return preview_table(sniffed, delimiter=s["delimiter"], header=header, encoding=encoding, sheet=s["sheet"],
                              lines=lines)
 
@@ -405,7 +422,7 @@ class FormatPage(QWizardPage):
             return
         s = self.settings()
         encoding = sniffed.encoding if s["encoding"] == "auto" else s["encoding"]
-        workbook = sniffed.kind == "xlsx"
+        workbook = sniffed.in_sheets
         self.header.setEnabled(workbook or (s["format"] != "transactions" and not sniffed.binary))
         header = s["header"] and (s["format"] != "transactions" or workbook)
         columns, rows = preview_table(sniffed, delimiter=s["delimiter"], header=header, encoding=encoding,
@@ -959,7 +976,7 @@ class ImportWizard(QWizard):
                 settings["delimiter"] = "whitespace" if s["delimiter"] is None else s["delimiter"]
             if s["encoding"] != "auto":
                 settings["encoding"] = s["encoding"]
-        if sniffed.kind == "xlsx":
+        if sniffed.in_sheets:
             settings["sheet"] = s["sheet"]
             settings["header"] = s["header"]
         elif s["format"] != "transactions" and not sniffed.binary:

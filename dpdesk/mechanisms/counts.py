@@ -32,7 +32,7 @@ from ..privacy.bounding import bounded_counts, prepare_bound
 from ..privacy.budget import BudgetSplit
 from ..privacy.noise import MAX_SCALE, add_discrete_laplace, discrete_laplace
 from . import register
-from .base import BOUND, EVERY_COUNT, NO_BOUND, Mechanism, Param, counts_error
+from .base import BOUND, EVERY_COUNT, NO_BOUND, Mechanism, Param, Release, counts_error
 from .publish import discrete_laplace_margin, round_up
 
 CLAMP = Param("clamp", "bool", False, label="Set negative counts to 0",

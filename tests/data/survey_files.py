@@ -1,6 +1,6 @@
 """One small survey table written as every kind of file dpdesk reads besides text: an Excel
-workbook (openpyxl), SPSS .sav, Stata .dta and SAS transport .xpt (pyreadstat's writers), and a
-SAS7BDAT file (``survey.sas7bdat``, made once by ReadStat's own writer: ``make_survey_sas7bdat.sh``).
+workbook (openpyxl), SPSS .sav, Stata .dta and SAS transport .xpt (pyreadstat's writers), an Arrow IPC
+(Feather) file (pandas' to_feather), and a SAS7BDAT file (``survey.sas7bdat``, made once by ReadStat's own writer: ``make_survey_sas7bdat.sh``).
 
 The table has value labels (SPSS, Stata), missing values of each kind and non-ASCII text:
 
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 HERE = Path(__file__).parent
-KINDS = ("xlsx", "sav", "dta", "xpt", "sas7bdat")
+KINDS = ("xlsx", "sav", "dta", "xpt", "sas7bdat", "arrow")
 ITEM_LABELS = {1: "café", 2: "thé", 3: "jus d'orange"}
 SEX_LABELS = {1: "Female", 2: "Male", 9: "Refused"}
 PEOPLE = ["Zoë", "Zoë", "Łukasz", "Åsa", "Åsa"]
@@ -78,6 +78,8 @@ def write(folder: Path, kind: str, name: str = "survey") -> Path:
         pyreadstat.write_xport(data, path, table_name="SURVEY")
     elif kind == "sas7bdat":
         shutil.copyfile(HERE / "survey.sas7bdat", path)
+    elif kind == "arrow":  # Arrow IPC (Feather version 2), as pandas writes it
+        data.to_feather(path)
     else:
         raise ValueError(kind)
     return path
@@ -99,6 +101,8 @@ def write_matrix(folder: Path, kind: str) -> Path:
         for person, cafe, the in data.itertuples(index=False):
             sheet.append([person, int(cafe), bool(the)])
         book.save(path)
+    elif kind == "arrow":
+        data.to_feather(path)
     else:
         import pyreadstat
 

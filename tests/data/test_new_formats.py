@@ -81,7 +81,7 @@ def test_records_with_labels_and_missing_values(tmp_path, capsys, kind):
         assert "sex=Refused" not in found and "sex=9" not in found
     if kind == "dta":
         assert "sex=Refused" in found  # in Stata 9 is a labelled code
-    if kind in ("xpt", "sas7bdat"):
+    if kind in ("xpt", "sas7bdat", "arrow"):
         assert {"sex=1", "sex=2", "sex=9"} <= set(found)
     assert "sex=" in found  # the missing value of row 5
     assert data.n_rows == 5 and data.nnz == 25
@@ -145,7 +145,8 @@ def test_a_damaged_file_is_one_clear_line_naming_it(tmp_path, capsys, kind):
 
 
 @pytest.mark.parametrize("suffix,what", [(".xlsx", "Excel"), (".sav", "SPSS"), (".dta", "Stata"),
-                                         (".sas7bdat", "SAS"), (".xpt", "SAS transport")])
+                                         (".sas7bdat", "SAS"), (".xpt", "SAS transport"),
+                                         (".feather", "Arrow IPC")])
 def test_another_file_under_such_a_name(tmp_path, capsys, suffix, what):
     path = tmp_path / f"data{suffix}"
     path.write_text("person,item\n1,a\n")
@@ -366,7 +367,7 @@ def test_a_project_remembers_the_sheet_and_reads_the_workbook_again(tmp_path):
     assert Project.load(statfile.save(tmp_path / "sav.dpdesk")).load_data().n_rows == 5
 
 
-@pytest.mark.parametrize("kind", ["sav", "dta", "xpt", "sas7bdat"])
+@pytest.mark.parametrize("kind", ["sav", "dta", "xpt", "sas7bdat", "arrow"])
 def test_statfiles_are_tables_not_baskets(tmp_path, capsys, kind):
     path = write(tmp_path, kind)
     status, _, err = inspect(capsys, path, "--format", "transactions")

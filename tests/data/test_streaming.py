@@ -80,6 +80,7 @@ def test_edges(tmp_path, content, expected):
 # --- tables -------------------------------------------------------------------------------------
 
 import dpdesk.data.tabular as tabular  # noqa: E402
+from dpdesk.data.table import distinct_names  # noqa: E402
 from dpdesk.data.tabular import read_table  # noqa: E402
 
 CELL_TEXT = ["0", "1", "12", "x", "milk", "a b", "", " ", "é", "\t", "\r"]
@@ -100,7 +101,7 @@ def table_reference(content: bytes, delimiter: bytes | None, header: bool):
     if any(len(fields) != width for _, fields in split):
         return "ragged"
     names = [f.decode() for f in split[0][1]] if header else [f"column {k + 1}" for k in range(width)]
-    names = tabular.distinct_names(names)  # repeated names become "a", "a.1"
+    names = distinct_names(names)  # repeated names become "a", "a.1"
     body = split[1:] if header else split
     return names, [[f.decode() for f in fields] for _, fields in body], [n for n, _ in body]
 

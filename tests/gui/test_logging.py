@@ -2,7 +2,7 @@
 
 import logging
 
-from dpdesk.gui.app import LOG_HANDLER, setup_logging
+from dpdesk.logfile import LOG_HANDLER, setup_logging
 from dpdesk.gui.widgets import show_error
 
 
