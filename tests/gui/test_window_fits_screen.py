@@ -14,11 +14,12 @@ import sys
 
 import pytest
 
+from tests.gui.conftest import WORK_SECONDS
+
 OPEN_WINDOW = """
 import json, sys
 from dpdesk.gui.app import make_app
 from dpdesk.gui.main_window import MainWindow
-from tests.gui.conftest import WORK_SECONDS
 app = make_app()
 window = MainWindow()
 window.show()
