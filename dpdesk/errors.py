@@ -93,6 +93,20 @@ class BudgetError(DpdeskError):
     title = "Privacy budget exceeded"
 
 
+class DatasetNameError(BudgetError):
+    """This exact data (its content fingerprint) was already released under other dataset names.
+
+    ``dataset`` is the name asked for and ``others`` the names the ledger recorded it under, so
+    that a front end can offer them (the GUI asks the steward which name is right)."""
+
+    title = "This data was released under another name"
+
+    def __init__(self, message: str, dataset: str, others):
+        self.dataset = dataset
+        self.others = sorted(others)
+        super().__init__(message)
+
+
 class ChargedRefusal(DpdeskError):
     """A release stopped *after* it used the data (e.g. a noisy estimate came out too large).
 

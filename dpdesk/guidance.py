@@ -182,6 +182,11 @@ class GuideStep:
     page: str  # one of PAGES
     title: str
     text: str  # rich text: what to do on that page, on the sample data
+    general: str = ""  # the same for the steward's own data (no word of baskets); "" when ``text`` fits any data
+
+    def text_for(self, on_sample: bool) -> str:
+        """What the step says: about the sample's baskets while the sample is loaded (or nothing is)."""
+        return self.text if on_sample or not self.general else self.general
 
 
 GUIDE = (
@@ -191,18 +196,29 @@ GUIDE = (
               "<b>Open the sample data</b>: 9,835 shopping baskets over 169 products.<br><br>In the import wizard "
               "press <b>Next</b> to accept its guesses. On the last page name the people the data is about, and "
               "say that the product names are public anyway (they are a shop's catalogue); then press "
-              "<b>Use this data</b>."),
+              "<b>Use this data</b>.",
+              "dpdesk publishes <b>counts</b> — how many people have each item, or fall in each cell of a table — "
+              "with random noise that protects every person in them.<br><br>Your data is loaded: check that the "
+              "summary below matches what you expect (how many people, how many items). These figures describe "
+              "the true data: they are for you only and are never published."),
     GuideStep("configure", "② Configure: declare Δ and choose ε",
               "Three mechanisms are ticked already: they are different ways of adding the noise.<br><br>"
               "Declare <b>Δ</b>, the most products one basket may count: say <b>20</b>, from what you know about "
               "shopping, never from the data. Baskets with more keep a random 20.<br><br>Leave <b>ε</b> at "
               "0.69 (ln 2): someone who thought it 50/50 that a person is in the data could then believe it at "
-              "most 67/33. Smaller ε: more privacy, more noise."),
+              "most 67/33. Smaller ε: more privacy, more noise.",
+              "Declare what you know about the data from how it was collected, never from the data itself: "
+              "<b>Δ</b>, the most items one person may contribute (people with more keep a random Δ of them), "
+              "and about how many items a typical person holds. A table of cells needs neither: each person "
+              "counts once.<br><br>dpdesk then recommends a mechanism — a way of adding the noise — from those "
+              "facts; <b>Use the recommendation</b> ticks it.<br><br>Choose <b>ε</b>: 0.69 (ln 2) means someone "
+              "who thought it 50/50 that a person is in the data could then believe it at most 67/33. Smaller ε: "
+              "more privacy, more noise."),
     GuideStep("compare", "③ Compare: try them out",
-              "Choose <b>a synthetic stand-in shaped by declared facts</b>, so that the comparison uses none of "
-              "the true data, then press <b>Run comparison</b> (Ctrl+R).<br><br>The plot shows each mechanism's "
-              "error at each ε: lower is better, the shaded band is how sure the average is. Nothing here is "
-              "published and no budget is spent."),
+              "Choose <b>a synthetic stand-in</b> (made from the facts you declared), so that the comparison uses "
+              "none of the true data, then press <b>Run comparison</b> (Ctrl+R).<br><br>The plot shows each "
+              "mechanism's error at each ε: lower is better, the shaded band is how sure the average is. Nothing "
+              "here is published and no budget is spent."),
     GuideStep("plan", "④ Plan: how accurate will it be?",
               "Nothing on this page uses the data. Say what you need — for example counts of at least "
               "<b>1,000</b> within <b>10%</b> of the truth, failing with probability <b>0.05</b> — and read "

@@ -1,6 +1,7 @@
 """Capture the app's pages, the wizard's steps, the export dialog, the public report, the first-run
-guide and the Help window as PNG (docs/screenshots/), then the main pages, the guide and the Help
-window again in the dark theme (dark-*.png).
+guide and the Help window as PNG (docs/screenshots/), in the window a 1280 × 800 screen gives; every
+page again in the window of a 1024 × 768 screen with the guide open (small-*.png); then the main
+pages, the guide and the Help window in the dark theme (dark-*.png).
 
 Run under a virtual screen:  bash scripts/screenshots.sh   (uses xvfb-run; QT_QPA_PLATFORM=xcb)
 Every picture is grabbed from its widget, so QT_QPA_PLATFORM=offscreen works as well.
@@ -27,14 +28,19 @@ from PySide6.QtGui import QGuiApplication  # noqa: E402
 
 from dpdesk.gui import theme  # noqa: E402
 from dpdesk.gui.app import make_app  # noqa: E402
-from dpdesk.gui.main_window import MainWindow  # noqa: E402
+from dpdesk.gui.main_window import PAGE_KEYS, PREFERRED_SIZE, MainWindow  # noqa: E402
 from dpdesk.gui.release_page import ExportDialog  # noqa: E402
+from dpdesk.gui.widgets import fitted_geometry  # noqa: E402
 from dpdesk.gui.wizard import ImportWizard  # noqa: E402
+from PySide6.QtCore import QRect  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "screenshots"
 DATA = ROOT / "tests" / "data" / "retail.dat.gz"
 app = make_app(theme="light")  # the light pictures look the same whatever the desktop's theme
+# the main window as a 1280 × 800 and a 1024 × 768 screen give it (less the window manager's decorations)
+LARGE = fitted_geometry(QRect(0, 0, 1280, 800), PREFERRED_SIZE).size()
+SMALL = fitted_geometry(QRect(0, 0, 1024, 768), PREFERRED_SIZE).size()
 
 
 def settle(seconds: float = 0.4) -> None:
@@ -77,7 +83,7 @@ def report_first_page(pdf: Path, name: str) -> None:
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     window = MainWindow()
-    window.resize(1280, 860)
+    window.resize(LARGE)
     window.show()
     shoot(window, "01-start")
     window.offer_first_run_guide()  # a fresh DPDESK_HOME: the first start
@@ -150,9 +156,23 @@ def main() -> None:
     shoot(help_window, "19-help-search")
     help_window.search.clear()
     help_window.hide()
+    small_pictures(window)
     dark_pictures(window)
     window.state.dirty = False
     window.close()
+
+
+def small_pictures(window) -> None:
+    """Every page in the window of a 1024 × 768 screen, with the guide open at that page's step."""
+    window.resize(SMALL)
+    guide = window.start_guide()
+    for index, page in enumerate(PAGE_KEYS):
+        guide.go(index)
+        if page == "compare":
+            window.compare_page.tabs.setCurrentIndex(0)
+        shoot(window, f"small-{index + 1}-{page}")
+    guide.close()
+    window.resize(LARGE)
 
 
 def dark_pictures(window) -> None:
@@ -168,7 +188,8 @@ def dark_pictures(window) -> None:
     shoot(window, "dark-06-data")
     wizard = ImportWizard(window, str(DATA))
     wizard.show()
-    wizard.next()
+    wizard.next()  # the file is looked at on a worker; the page moves on when done
+    wait_for(lambda: wizard.currentPage() is wizard.format_page)
     shoot(wizard, "dark-03-wizard-format")
     wizard.reject()
     window.steps.setCurrentRow(1)

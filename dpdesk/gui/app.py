@@ -47,6 +47,9 @@ def make_app(argv=None, theme: str | None = None):
     app.setDesktopFileName("dpdesk")  # matches packaging/dpdesk.desktop (menu entry, Wayland app id)
     app.setWindowIcon(QIcon(str(resources_dir() / "icons" / "dpdesk-256.png")))
     collect_garbage_in_the_gui_thread(app)
+    from .widgets import install_wheel_guard
+
+    install_wheel_guard(app)
     return app
 
 
@@ -87,8 +90,13 @@ def run_app(path: str | None = None, sample: bool = False, theme: str | None = N
     window.offer_first_run_guide()
     if sample or (path is not None and str(path) == str(sample_path())):
         def open_sample():
+            from ..workflow import default_dataset_name
+
             data = load(sample_path())
-            window.state.set_dataset(data, {"path": str(sample_path()), "format": "transactions"})
+            # named as the wizard would propose; where its list of items comes from is still the
+            # steward's to say (Release page, Change…)
+            window.state.set_dataset(data, {"path": str(sample_path()), "format": "transactions"},
+                                     default_dataset_name(sample_path()))
             window.statusBar().showMessage(f"Opened the sample data: {data.describe()}.", 10_000)
         QTimer.singleShot(0, open_sample)
     elif path:

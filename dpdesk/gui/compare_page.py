@@ -13,6 +13,7 @@ not stretch the axis over decades where nothing is drawn.
 from __future__ import annotations
 
 import math
+import re
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -21,9 +22,9 @@ import numpy as np
 import pyqtgraph as pg
 from scipy import stats
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGridLayout,
-                               QGroupBox, QHBoxLayout, QLabel, QLineEdit, QMessageBox, QProgressBar, QPushButton,
-                               QRadioButton, QSpinBox, QTabWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QButtonGroup, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
+                               QLineEdit, QMessageBox, QProgressBar, QPushButton, QRadioButton, QSpinBox, QTabWidget,
+                               QVBoxLayout, QWidget)
 
 from .. import mechanisms as registry
 from ..loading import load
@@ -34,7 +35,8 @@ from ..evaluation.summaries import error_vs_range_size, error_vs_summary_size
 from ..evaluation.standin import DeclaredFacts, declared_shape, synthetic_cells, synthetic_incidence
 from . import theme
 from .state import AppState
-from .widgets import Banner, PlotPanel, colour, heading, show_error
+from .widgets import (Banner, DecimalSpinBox, FittingScrollArea, PlotPanel, ResponsiveRow, buddy_label, colour,
+                      explanation, heading, show_error)
 from .workers import Task
 
 ALL_METRIC_LABELS = dict(METRIC_LABELS, summary_size="Summary size (cells listed)",
@@ -54,6 +56,8 @@ TRUE_DATA_QUESTION = (
     "only, and choosing a mechanism because it did best on them is itself a use of the data that ε does not "
     "cover: <b>the public report will record that mechanisms were compared on the true data.</b><br><br>"
     "The stand-in, the default, avoids this. dpdesk asks once for this dataset.")
+# the plots' least height: with the settings above scrolled away, the page fits a 1024 × 768 screen
+COMPARE_PLOT_HEIGHT = 170
 # on log axes a band's lower end is drawn at most this factor below its mean: an interval reaching
 # 0 or below cannot be drawn there and would otherwise stretch the axis over empty decades
 LOG_BAND_FLOOR_RATIO = 10.0
@@ -94,19 +98,44 @@ def mean_interval(values: list[float]) -> tuple[float, float, float, int]:
     return mean, mean - half, mean + half, n
 
 
-def parse_epsilons(text: str) -> list[float]:
+def parse_epsilons(text: str, point: str = ".") -> list[float]:
+    """The ε values of a list typed by the steward, sorted. Values are separated by ";", by spaces or by
+    a comma followed by a space; ``point`` is the locale's decimal mark, and either mark is read as a
+    decimal mark where that is the only reading ("0,5; 1,5" and "0.5, 1.5" alike). A comma with
+    digits on both sides and no space is refused in words where it could also separate two values
+    ("1,5": one and a half, or 1 and 5?). "ln 3" is accepted."""
     values = []
-    for part in text.replace(";", ",").split(","):
-        part = part.strip().lower()
+    # "ln 3" is one value: its space is not a separator
+    tokens = re.split(r";|,\s+|\s+", re.sub(r"\bln\s+", "ln", text.strip().lower()))
+    for token in tokens:
+        part = token.strip()
         if not part:
             continue
+        if "," in part:
+            if point == "," and part.count(",") == 1 and "." not in part:
+                part = part.replace(",", ".")  # the locale's decimal comma
+            elif "." in part and point == ".":  # "0.1,0.4": the points are decimal, so commas separate
+                values.extend(parse_epsilons(part.replace(",", "; "), point))
+                continue
+            else:
+                raise ParameterError(
+                    f"'{part}' can be read two ways: as one value with a decimal comma or as values separated by "
+                    "a comma. Write decimals with a point (1.5) and separate values with '; ' or ', ' (0.5; 1.5).")
         try:
-            values.append(math.log(float(part[3:].strip("() "))) if part.startswith("ln") else float(part))
+            values.append(math.log(float(part[2:].strip("() "))) if part.startswith("ln") else float(part))
         except ValueError:
-            raise ParameterError(f"'{part}' is not a number; write ε values like 0.1, 0.69, ln 3.") from None
+            raise ParameterError(f"'{part}' is not a number; write ε values like 0.1; 0.69; ln 3.") from None
     if not values:
         raise ParameterError("Give at least one ε value to compare.")
     return sorted(set(values))
+
+
+def format_epsilons(values, point: str = ".") -> str:
+    """ε values as the list box shows them, in the locale's decimal mark ("0.1, 0.4" or "0,1; 0,4")."""
+    texts = [f"{value:.4g}" for value in values]
+    if point == ",":
+        return "; ".join(text.replace(".", ",") for text in texts)
+    return ", ".join(texts)
 
 
 class ComparePage(QWidget):
@@ -118,12 +147,12 @@ class ComparePage(QWidget):
         self.started = 0.0
         outer = QVBoxLayout(self)
         outer.addWidget(heading("③ Compare mechanisms"))
-        controls = QHBoxLayout()
         settings = QGroupBox("What to compare")
         form = QFormLayout(settings)
-        self.epsilons = QLineEdit("0.1, 0.4, 0.69, 1.1, 2")
-        self.epsilons.setAccessibleName("Epsilon values to compare, comma separated")
-        self.epsilons.setToolTip("ε values separated by commas; 'ln 3' is accepted")
+        self.epsilons = QLineEdit()
+        self.epsilons.setAccessibleName("Epsilon values to compare")
+        self.epsilons.setToolTip("ε values separated by “; ” or “, ” — for example 0.1; 0.69; 2 — and "
+                                 "“ln 3” is accepted")
         self.repeats = QSpinBox()
         self.repeats.setRange(1, 10_000)
         self.repeats.setValue(10)
@@ -140,12 +169,15 @@ class ComparePage(QWidget):
         form.addRow("Repeats:", self.repeats)
         form.addRow("Top-k uses k =", self.k)
         form.addRow("Seed:", self.seed)
-        controls.addWidget(settings, 1)
         source = QGroupBox("Compare on")
         source_layout = QVBoxLayout(source)
-        self.on_synthetic = QRadioButton("a synthetic stand-in shaped by declared facts (no true data)")
+        self.on_synthetic = QRadioButton("a synthetic stand-in (no true data)")
+        self.on_synthetic.setToolTip("Synthetic data shaped by the facts below, which you declare: nothing of the "
+                                     "true data is read")
         self.on_file = QRadioButton("a public file (no true data):")
-        self.on_true = QRadioButton("the true data (internal; asks first, and the report records it)")
+        self.on_true = QRadioButton("the true data (internal)")
+        self.on_true.setToolTip("dpdesk asks first, and the public report records that mechanisms were compared "
+                                "on the true data")
         group = QButtonGroup(self)
         for button in (self.on_synthetic, self.on_file, self.on_true):
             group.addButton(button)
@@ -158,10 +190,10 @@ class ComparePage(QWidget):
         self.fact_rows = QSpinBox()
         self.fact_rows.setRange(1, 10**9)
         self.fact_rows.setValue(10_000)
-        self.fact_mean = QDoubleSpinBox()
+        self.fact_mean = DecimalSpinBox()
         self.fact_mean.setRange(0.1, 1e6)
         self.fact_mean.setValue(8)
-        self.fact_skew = QDoubleSpinBox()
+        self.fact_skew = DecimalSpinBox()
         self.fact_skew.setRange(0, 4)
         self.fact_skew.setSingleStep(0.1)
         self.fact_skew.setValue(1.1)
@@ -183,12 +215,19 @@ class ComparePage(QWidget):
         file_row.addWidget(browse)
         source_layout.addLayout(file_row)
         source_layout.addWidget(self.on_true)
-        controls.addWidget(source, 1)
-        outer.addLayout(controls)
+        true_note = explanation("dpdesk asks first, and the public report records it.")
+        true_note.setContentsMargins(18, 0, 0, 0)
+        source_layout.addWidget(true_note)
+        # side by side when the page is wide enough; in a scroll area of their own, so that on a short
+        # screen the plots below keep their height (this page is not in the window's scroll area)
+        controls = ResponsiveRow([settings, source], spacing=10)
+        self.settings_scroll = FittingScrollArea(controls)
+        self.settings_scroll.setAccessibleName("What to compare and what to compare on")
+        outer.addWidget(self.settings_scroll)
         self.banner = Banner(STANDIN_BANNER, "ok")
         outer.addWidget(self.banner)
         self.skipped = Banner("", "warning")
-        self.skipped.setAccessibleName("Mechanisms left out of the comparison")
+        self.skipped.setAccessibleDescription("Mechanisms left out of the comparison")
         self.skipped.setVisible(False)
         outer.addWidget(self.skipped)
         run_row = QHBoxLayout()
@@ -200,28 +239,31 @@ class ComparePage(QWidget):
         self.overall.setRange(0, 1000)
         self.overall.setAccessibleName("Overall progress")
         self.status = QLabel("Choose mechanisms on the Configure page, then run.")
+        self.status.setWordWrap(True)
         run_row.addWidget(self.run_button)
         run_row.addWidget(self.cancel_button)
         run_row.addWidget(self.overall, 1)
         outer.addLayout(run_row)
         outer.addWidget(self.status)
-        self.bars_host = QWidget()
-        self.bars = QGridLayout(self.bars_host)
-        self.bars.setContentsMargins(0, 0, 0, 0)
-        outer.addWidget(self.bars_host)
-        self.per_run: dict[str, QProgressBar] = {}
+        # each mechanism's runs done, on one line (a bar each took two lines of the plots' height)
+        self.per_run_label = QLabel("")
+        self.per_run_label.setWordWrap(True)
+        self.per_run_label.setTextFormat(Qt.RichText)
+        self.per_run_label.setAccessibleDescription("Runs done for each mechanism")
+        outer.addWidget(self.per_run_label)
+        self.per_run: dict[str, int] = {}
         # plots
         self.tabs = QTabWidget()
         self.tabs.setAccessibleName("Comparison plots")
         self.error_panel = PlotPanel("Error vs ε", x_label="ε (log scale)",
                                      y_label="error<br>lower is better · log scale",
                                      caption="Run a comparison to see each mechanism's error at each ε.",
-                                     legend_outside=True)
+                                     legend_outside=True, plot_height=COMPARE_PLOT_HEIGHT)
         self.metric = QComboBox()
         self._fill_metrics(list(METRIC_LABELS))
         self.metric.setAccessibleName("Error measure")
         metric_row = QHBoxLayout()
-        metric_row.addWidget(QLabel("Error measure:"))
+        metric_row.addWidget(buddy_label("Error measure:", self.metric))
         metric_row.addWidget(self.metric)
         metric_row.addStretch(1)
         error_tab = QWidget()
@@ -232,10 +274,10 @@ class ComparePage(QWidget):
         self.example_choice = QComboBox()
         self.example_choice.setAccessibleName("Which mechanism and epsilon to show")
         example_row = QHBoxLayout()
-        example_row.addWidget(QLabel("Show:"))
+        example_row.addWidget(buddy_label("Show:", self.example_choice))
         example_row.addWidget(self.example_choice, 1)
         self.truth_panel = PlotPanel("True vs noisy", x_label="true count", y_label="released count",
-                                     legend_outside=True)
+                                     legend_outside=True, plot_height=COMPARE_PLOT_HEIGHT)
         truth_tab = QWidget()
         truth_layout = QVBoxLayout(truth_tab)
         truth_layout.addLayout(example_row)
@@ -243,17 +285,17 @@ class ComparePage(QWidget):
         self.tabs.addTab(truth_tab, "True vs noisy")
         self.topk_panel = PlotPanel("Top-k accuracy", x_label="k (log scale)",
                                     y_label="share of the true top k found<br>higher is better",
-                                    legend_outside=True)
+                                    legend_outside=True, plot_height=COMPARE_PLOT_HEIGHT)
         self.tabs.addTab(self.topk_panel, "Top-k accuracy")
         details_tab = QWidget()
         details_layout = QVBoxLayout(details_tab)
         self.diagnostic_choice = QComboBox()
         self.diagnostic_choice.setAccessibleName("Mechanism detail plot")
         row = QHBoxLayout()
-        row.addWidget(QLabel("Detail:"))
+        row.addWidget(buddy_label("Detail:", self.diagnostic_choice))
         row.addWidget(self.diagnostic_choice, 1)
         details_layout.addLayout(row)
-        self.detail_panel = PlotPanel("Mechanism details", legend_outside=True)
+        self.detail_panel = PlotPanel("Mechanism details", legend_outside=True, plot_height=COMPARE_PLOT_HEIGHT)
         details_layout.addWidget(self.detail_panel, 1)
         self.tabs.addTab(details_tab, "Mechanism details")
         outer.addWidget(self.tabs, 1)
@@ -327,7 +369,7 @@ class ComparePage(QWidget):
             self.on_synthetic.setChecked(True)
         self.run_button.setEnabled(data is not None)
         settings = self.state.compare_settings
-        self.epsilons.setText(", ".join(f"{e:.4g}" for e in settings.get("epsilons", [])))
+        self.epsilons.setText(format_epsilons(settings.get("epsilons", []), self.locale().decimalPoint()))
         self.repeats.setValue(int(settings.get("repeats", 10)))
         self.seed.setValue(int(settings.get("seed", 1)))
 
@@ -370,7 +412,7 @@ class ComparePage(QWidget):
         try:
             if not configurations:
                 raise ParameterError("Tick at least one mechanism on the Configure page.")
-            epsilons = parse_epsilons(self.epsilons.text())
+            epsilons = parse_epsilons(self.epsilons.text(), self.locale().decimalPoint())
             data, on_standin = self.comparison_data()
             entries, skipped = [], []
             for configuration in configurations:
@@ -427,22 +469,14 @@ class ComparePage(QWidget):
         self.cancel_button.setEnabled(False)
 
     def _make_bars(self, labels: list[str]) -> None:
-        while self.bars.count():
-            widget = self.bars.takeAt(0).widget()
-            if widget is not None:
-                widget.deleteLater()
-        self.per_run = {}
-        for i, label in enumerate(labels):
-            name = QLabel(label)
-            name.setStyleSheet(f"color:{theme.on_window(colour(i)).name()}; font-weight:bold;")
-            bar = QProgressBar()
-            bar.setRange(0, self.runs_per_entry)
-            bar.setValue(0)
-            bar.setFormat("%v / %m runs")
-            bar.setAccessibleName(f"Progress of {label}")
-            self.bars.addWidget(name, i // 3, (i % 3) * 2)
-            self.bars.addWidget(bar, i // 3, (i % 3) * 2 + 1)
-            self.per_run[label] = bar
+        self.per_run = {label: 0 for label in labels}
+        self._show_per_run()
+
+    def _show_per_run(self) -> None:
+        """'gs 9/10 runs · lpa 10/10 runs', each name in its series colour."""
+        self.per_run_label.setText(" · ".join(
+            f"<b style='color:{theme.on_window(colour(i)).name()}'>{label}</b> {done}/{self.runs_per_entry} runs"
+            for i, (label, done) in enumerate(self.per_run.items())))
 
     def _progress(self, fraction: float, message: str) -> None:
         self.overall.setValue(int(fraction * 1000))
@@ -450,14 +484,14 @@ class ComparePage(QWidget):
 
     def _row(self, row: dict) -> None:
         self.rows.append(row)
-        bar = self.per_run.get(row["label"])
-        if bar is not None:
-            bar.setValue(bar.value() + 1)
+        if row["label"] in self.per_run:
+            self.per_run[row["label"]] += 1
         self._pending = True
 
     def _flush(self) -> None:
         if self._pending and self.rows:
             self._pending = False
+            self._show_per_run()
             self.redraw_errors(streaming=True)
 
     def _done(self, comparison) -> None:
@@ -531,16 +565,13 @@ class ComparePage(QWidget):
         if not streaming:
             panel.set_table(["mechanism", "ε", "mean", "95% low", "95% high", "repeats"], table)
         panel.set_caption(
-            f"{name} of each mechanism at each ε, averaged over the repeats; the shaded band is the 95% confidence "
-            "interval of that average. " + ("Flat lines are references without noise: publishing 0 for every "
-                                            "item, and one average for all; a mechanism above them publishes less "
-                                            "than they would. " if references and not streaming else "")
-            + ("Higher is better here." if metric == "topk_accuracy" else
-                                            "This is the size of the published summary, not an error." if
-                                            metric == "summary_size" else "Lower is better.") +
-            " The ε axis is logarithmic" + (", and so is the vertical axis, so that large and small values fit "
-                                            "on one plot; there a band is drawn at most ten times below its "
-                                            "mean (the Numbers table has the whole interval)." if log_y else "."))
+            f"{name} of each mechanism at each ε, averaged over the repeats (band: its 95% confidence interval). "
+            + ("Flat lines are references without noise: publishing 0 for every item, and one average for all; a "
+               "mechanism above them publishes less than they would. " if references and not streaming else "")
+            + ("Higher is better." if metric == "topk_accuracy" else "The size of the published summary, not an "
+               "error." if metric == "summary_size" else "Lower is better.")
+            + (" Both axes are logarithmic; a band is drawn at most ten times below its mean (Numbers: the whole "
+               "interval)." if log_y else " The ε axis is logarithmic."))
 
     def _show_comparison(self) -> None:
         comparison = self.state.comparison

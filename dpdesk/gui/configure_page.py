@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QFrame, QGridLayout,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QFrame, QGridLayout,
                                QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QScrollArea, QSizePolicy,
-                               QSlider, QSpinBox, QSplitter, QToolButton, QVBoxLayout, QWidget)
+                               QSlider, QSpinBox, QToolButton, QVBoxLayout, QWidget)
 
 from .. import mechanisms as registry
 from ..data.domain import HOW_DISCOVERED
@@ -24,7 +24,7 @@ from ..privacy.planner import odds_after
 from ..evaluation.recommend import declared_size, recommend
 from ..mechanisms.base import PURPOSES, purpose_of
 from .state import AppState
-from .widgets import Badge, Banner, bold, explanation, heading
+from .widgets import Badge, Banner, DecimalSpinBox, ResponsiveRow, bold, buddy_label, explanation, heading
 
 EPS_MIN, EPS_MAX, SLIDER_STEPS = 0.01, 10.0, 1000
 # ε named by what it means for the steward; ln 1.5 and ln 3 are DPSense's worked examples, ln 2
@@ -67,19 +67,19 @@ class AccuracyTarget(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(bold(QLabel("Or start from the accuracy you need:")))
-        sentence = QGridLayout()  # two lines, so that it fits beside the mechanism list
+        sentence = QGridLayout()  # one field a line, so that it fits a narrow column
         self.answer = QSpinBox()
         self.answer.setRange(1, 10**9)
         self.answer.setValue(1000)
         self.answer.setGroupSeparatorShown(True)
         self.answer.setAccessibleName("Counts above this number must be accurate")
-        self.within = QDoubleSpinBox()
+        self.within = DecimalSpinBox()
         self.within.setRange(0.1, 1000)
         self.within.setDecimals(1)
         self.within.setValue(10)
         self.within.setSuffix(" %")
         self.within.setAccessibleName("Largest relative error, in percent")
-        self.confidence = QDoubleSpinBox()
+        self.confidence = DecimalSpinBox()
         self.confidence.setRange(50, 99.9)
         self.confidence.setDecimals(1)
         self.confidence.setValue(95)
@@ -87,17 +87,17 @@ class AccuracyTarget(QWidget):
         self.confidence.setAccessibleName("Probability that the target is met, in percent")
         self.use = QPushButton("Set ε for this target")
         self.use.setAccessibleName("Set epsilon from the accuracy target")
-        sentence.addWidget(QLabel("I need counts above"), 0, 0)
+        sentence.addWidget(buddy_label("I need counts above", self.answer), 0, 0)
         sentence.addWidget(self.answer, 0, 1)
-        sentence.addWidget(QLabel("to be within ±"), 0, 2)
-        sentence.addWidget(self.within, 0, 3)
-        sentence.addWidget(QLabel("with probability"), 1, 0)
-        sentence.addWidget(self.confidence, 1, 1)
-        sentence.addWidget(self.use, 1, 2, 1, 2)
-        sentence.setColumnStretch(4, 1)
+        sentence.addWidget(buddy_label("to be within ±", self.within), 1, 0)
+        sentence.addWidget(self.within, 1, 1)
+        sentence.addWidget(buddy_label("with probability", self.confidence), 2, 0)
+        sentence.addWidget(self.confidence, 2, 1)
+        sentence.addWidget(self.use, 3, 1)
+        sentence.setColumnStretch(2, 1)
         layout.addLayout(sentence)
         self.result = explanation("")
-        self.result.setAccessibleName("Epsilon the accuracy target needs")
+        self.result.setAccessibleDescription("Epsilon the accuracy target needs")
         layout.addWidget(self.result)
         for spin in (self.answer, self.within, self.confidence):
             spin.valueChanged.connect(self.update)
@@ -168,7 +168,7 @@ class EpsilonControl(QGroupBox):
             self.preset_odds[name] = odds
         layout.addLayout(presets)
         slider_row = QGridLayout()
-        self.spin = QDoubleSpinBox()
+        self.spin = DecimalSpinBox()
         self.spin.setDecimals(4)
         self.spin.setRange(EPS_MIN, EPS_MAX)
         self.spin.setSingleStep(0.05)
@@ -180,7 +180,7 @@ class EpsilonControl(QGroupBox):
         self.more_private = QLabel(f"◀ more private\nε = {EPS_MIN:g}")
         self.more_accurate = QLabel(f"more accurate ▶\nε = {EPS_MAX:g}")
         self.more_accurate.setAlignment(Qt.AlignRight)
-        slider_row.addWidget(QLabel("ε ="), 0, 0)
+        slider_row.addWidget(buddy_label("ε =", self.spin), 0, 0)
         slider_row.addWidget(self.spin, 0, 1)
         slider_row.addWidget(self.slider, 0, 2, 1, 2)
         slider_row.addWidget(self.more_private, 1, 2, Qt.AlignLeft)
@@ -189,7 +189,7 @@ class EpsilonControl(QGroupBox):
         slider_row.setColumnStretch(3, 1)
         layout.addLayout(slider_row)
         self.odds = explanation("")
-        self.odds.setAccessibleName("What this epsilon means")
+        self.odds.setAccessibleDescription("What this epsilon means")
         layout.addWidget(self.odds)
         self.accuracy = AccuracyTarget()
         layout.addWidget(self.accuracy)
@@ -231,6 +231,18 @@ class EpsilonControl(QGroupBox):
             self._updating = False
 
 
+def expected_error(state: AppState, mechanism_id: str, epsilon: float) -> str | None:
+    """The error a mechanism's noise makes at ``epsilon`` with the state's settings, in words, from its
+    public settings (the mechanism's ``expected_error``), or None when it depends on the data itself;
+    ``ParameterError`` when its settings are not complete."""
+    mechanism = registry.get(mechanism_id)
+    data = state.dataset
+    values = mechanism.validate(data, epsilon, state.params_for(mechanism_id))
+    facts = mechanism.public_facts(data, values) if data is not None else {}
+    expected = mechanism.expected_error(epsilon, values, facts)
+    return expected.get("text") if expected else None
+
+
 def param_widget(param, value, on_change):
     """A widget for one schema parameter, wired to ``on_change(value)``."""
     tip = f"{param.help}" + (f"\nUnit: {param.unit}" if param.unit else "") + \
@@ -246,7 +258,7 @@ def param_widget(param, value, on_change):
         widget.setValue(int(value) if value is not None else (low - 1 if optional else low))
         widget.valueChanged.connect(lambda v: on_change(None if optional and v == low - 1 else int(v)))
     elif param.kind == "float":
-        widget = QDoubleSpinBox()
+        widget = DecimalSpinBox()
         widget.setDecimals(4)
         widget.setRange(param.minimum if param.minimum is not None else -1e12,
                         param.maximum if param.maximum is not None else 1e12)
@@ -293,10 +305,8 @@ def _browse(edit: QLineEdit) -> None:
         edit.setText(path)
 
 
-def params_in_words(mechanism_id: str, params: dict) -> str:
-    """'with Δ = 20' for a recommendation's parameters, using the schema's labels."""
-    if not params:
-        return ""
+def settings_in_words(mechanism_id: str, params: dict) -> str:
+    """'Δ = 20, Rounding step = 5': a mechanism's settings with the schema's labels ("" for none)."""
     mechanism = registry.get(mechanism_id)
     parts = []
     for name, value in params.items():
@@ -304,8 +314,14 @@ def params_in_words(mechanism_id: str, params: dict) -> str:
             title = "Δ" if name == "bound" else mechanism.param(name).title
         except KeyError:
             title = name
-        parts.append(f"{title} = {value:,}" if isinstance(value, int) else f"{title} = {value}")
-    return "with " + ", ".join(parts)
+        parts.append(f"{title} = {value:,}" if isinstance(value, int) and not isinstance(value, bool) else
+                     f"{title} = {'yes' if value is True else 'no' if value is False else value}")
+    return ", ".join(parts)
+
+
+def params_in_words(mechanism_id: str, params: dict) -> str:
+    """'with Δ = 20' for a recommendation's parameters, using the schema's labels."""
+    return "with " + settings_in_words(mechanism_id, params) if params else ""
 
 
 class RecommendationPanel(QFrame):
@@ -328,11 +344,12 @@ class RecommendationPanel(QFrame):
         font = self.title.font()
         font.setPointSizeF(font.pointSizeF() * 1.15)
         self.title.setFont(font)
-        self.title.setAccessibleName("Recommended mechanism")
+        self.title.setAccessibleDescription("Recommended mechanism")
         self.use_button = QPushButton("Use the recommendation")
         self.use_button.setAccessibleName("Use the recommended mechanism and its settings")
-        self.use_button.setToolTip("Ticks the recommended mechanism for comparing and releasing and sets its "
-                                   "settings. It costs no privacy budget: the advice used declared facts only.")
+        self.use_button.setToolTip("Ticks the recommended mechanism and the ones worth comparing with it, each "
+                                   "with its settings, and unticks the others. It costs no privacy budget: the "
+                                   "advice used declared facts only.")
         self.use_button.setSizePolicy(QSizePolicy.Fixed, QSizePolicy.Fixed)
         top.addWidget(self.title, 1)
         top.addWidget(self.use_button, 0, Qt.AlignTop)
@@ -340,7 +357,7 @@ class RecommendationPanel(QFrame):
         self.reasons = QLabel("")
         self.reasons.setWordWrap(True)
         self.reasons.setTextFormat(Qt.RichText)
-        self.reasons.setAccessibleName("Why this mechanism is recommended")
+        self.reasons.setAccessibleDescription("Why this mechanism is recommended")
         layout.addWidget(self.reasons)
         self.use_button.clicked.connect(self.use_requested.emit)
 
@@ -391,6 +408,8 @@ class MechanismRow(QFrame):
         self.name.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # wraps instead of widening
         self.badge = Badge("★ Recommended", "info")
         self.badge.setVisible(False)
+        self.unready = Badge("Needs settings", "warning")  # ticked, but its settings are not complete
+        self.unready.setVisible(False)
         self.paper_button = QToolButton()
         self.paper_button.setText("Paper")
         self.paper_button.setCheckable(True)
@@ -406,7 +425,11 @@ class MechanismRow(QFrame):
         self.reference.setVisible(False)
         grid.addWidget(self.check, 0, 0, Qt.AlignTop)
         grid.addWidget(self.name, 0, 1)
-        grid.addWidget(self.badge, 0, 2, Qt.AlignTop)
+        badges = QVBoxLayout()
+        badges.setSpacing(2)
+        badges.addWidget(self.badge)
+        badges.addWidget(self.unready)
+        grid.addLayout(badges, 0, 2, Qt.AlignTop)
         grid.addWidget(self.paper_button, 0, 3, Qt.AlignTop)
         grid.addWidget(self.summary, 1, 1, 1, 3)
         grid.addWidget(self.reference, 2, 1, 1, 3)
@@ -443,8 +466,6 @@ class ConfigurePage(QWidget):
             "mechanisms you want to compare on the next page."))
         self.recommendation = RecommendationPanel()
         outer.addWidget(self.recommendation)
-        splitter = QSplitter(Qt.Horizontal)
-        splitter.setChildrenCollapsible(False)
         # the mechanisms, grouped by what they do for the steward
         self.list_host = QWidget()
         self.list_layout = QVBoxLayout(self.list_host)
@@ -453,7 +474,8 @@ class ConfigurePage(QWidget):
         list_scroll.setWidgetResizable(True)
         list_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         list_scroll.setWidget(self.list_host)
-        list_scroll.setMinimumWidth(360)
+        list_scroll.setMinimumWidth(300)
+        list_scroll.setMinimumHeight(360)
         list_scroll.setAccessibleName("Mechanisms grouped by what they do; tick to compare")
         self.list_scroll = list_scroll
         left = QWidget()
@@ -461,11 +483,12 @@ class ConfigurePage(QWidget):
         left_layout.setContentsMargins(0, 0, 0, 0)
         left_layout.addWidget(bold(QLabel("Mechanisms — tick the ones to compare")))
         left_layout.addWidget(list_scroll, 1)
-        splitter.addWidget(left)
         self.rows: dict[str, MechanismRow] = {}
         self.group_titles: dict[str, str] = {}  # mechanism id → the title of the group it is listed under
         right = QWidget()
         right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(0, 0, 0, 0)
+        self.right_layout = right_layout
         self.epsilon = EpsilonControl()
         right_layout.addWidget(self.epsilon)
         self.bound_box = QGroupBox("What you declare: facts you know without looking at the data")
@@ -485,7 +508,7 @@ class ConfigurePage(QWidget):
             "before any noise is added (<i>truncation</i>): that caps how much one person can change the counts, "
             "which is what lets the noise stay small. A Δ too small loses information; too large adds noise. "
             "Mechanisms under “No bound needed” need no Δ."))
-        self.typical = QDoubleSpinBox()
+        self.typical = DecimalSpinBox()
         self.typical.setRange(0, 10**6)
         self.typical.setDecimals(1)
         self.typical.setSpecialValueText("not declared")
@@ -504,19 +527,18 @@ class ConfigurePage(QWidget):
         self.form = QFormLayout(self.form_host)
         self.details_layout.addWidget(self.form_host)
         self.expected = Banner("", "info")
-        self.expected.setAccessibleName("Expected error")
+        self.expected.setAccessibleDescription("Expected error")
         self.details_layout.addWidget(self.expected)
         right_layout.addWidget(self.details)
         right_layout.addStretch(1)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        scroll.setWidget(right)
-        splitter.addWidget(scroll)
-        splitter.setStretchFactor(0, 1)
-        splitter.setStretchFactor(1, 1)
-        splitter.setSizes([430, 610])
-        outer.addWidget(splitter, 1)
+        # ε and the declarations beside the list when the page is wide enough; above it when it is not
+        # (the guide open, a small screen), the selected mechanism's settings then below the list. The
+        # whole page scrolls (the main window's scroll area); nothing is cut or hidden sideways.
+        self.columns = ResponsiveRow([right, left], first_right=True, spacing=10)
+        self.columns.arranged.connect(self._arranged)
+        outer.addWidget(self.columns, 1)
+        self.outer = outer
+        self._arranged(self.columns.side_by_side)  # one below the other until the page is wide enough
         self.current: str | None = None
         self._filling = False
         self.recommendation.use_requested.connect(self.use_recommendation)
@@ -535,6 +557,13 @@ class ConfigurePage(QWidget):
         self.epsilon.accuracy.set_sensitivity(state.bound)
         self.epsilon.set_value(state.epsilon)
         self.rebuild()
+
+    def _arranged(self, side_by_side: bool) -> None:
+        """The selected mechanism's settings: under ε and Δ beside the list, or under the list below it."""
+        if side_by_side:
+            self.right_layout.insertWidget(self.right_layout.indexOf(self.bound_box) + 1, self.details)
+        else:
+            self.outer.insertWidget(self.outer.indexOf(self.columns) + 1, self.details)
 
     # -- mechanism list ------------------------------------------------------------------
     def rebuild(self) -> None:
@@ -576,6 +605,7 @@ class ConfigurePage(QWidget):
         self._filling = False
         self.current = None
         self.refresh_recommendation()
+        self._mark_unready()
         if first is not None:
             self.select(first)
 
@@ -611,6 +641,23 @@ class ConfigurePage(QWidget):
             configuration = self.state.configurations.get(mechanism_id)
             row.check.setChecked(bool(configuration and configuration.enabled))
         self._filling = False
+        self._mark_unready()
+
+    def not_ready(self, mechanism_id: str) -> str | None:
+        """Why a mechanism cannot run with its settings as they are (its schema's check, on declared
+        inputs only), or None."""
+        try:
+            registry.get(mechanism_id).validate(None, self.state.epsilon, self.state.params_for(mechanism_id))
+        except DpdeskError as error:
+            return str(error)
+        return None
+
+    def _mark_unready(self) -> None:
+        """Ticked mechanisms whose settings are incomplete say so in the list, before Compare leaves them out."""
+        for mechanism_id, row in self.rows.items():
+            why = self.not_ready(mechanism_id) if row.check.isChecked() else None
+            row.unready.setVisible(why is not None)
+            row.unready.setToolTip(why or "")
 
     def _ticked(self, mechanism_id: str, on: bool) -> None:
         if not self._filling:
@@ -653,6 +700,12 @@ class ConfigurePage(QWidget):
         # out keeps the advice the same after "Use the recommendation"
         bound = self.state.bound if incidence and not self.state.bound_proposed else None
         length = self.state.typical_row_length if incidence else None
+        if incidence and bound is None and length is None:
+            # with nothing declared the only advice is one noisy average for every item: ask instead
+            self.recommendation.show_missing(
+                "Declare what you know about the data below — Δ, the most items one person may contribute, or "
+                "about how many items a typical person holds — and dpdesk recommends a mechanism from it.")
+            return
         try:
             advice = recommend(data.kind, self.declared_domain_size(), self.state.epsilon, bound, length)
         except DpdeskError as error:
@@ -669,7 +722,15 @@ class ConfigurePage(QWidget):
         advice = self.advice
         if advice is None:
             return
-        self.state.use_recommendation(advice.mechanism, advice.params, advice.chosen_how)
+        # the alternatives worth comparing, with their settings, where those settings are complete
+        also = []
+        for alternative in advice.alternatives:
+            try:
+                registry.get(alternative.mechanism).validate(None, self.state.epsilon, alternative.params)
+            except DpdeskError:
+                continue
+            also.append((alternative.mechanism, alternative.params))
+        self.state.use_recommendation(advice.mechanism, advice.params, advice.chosen_how, also)
         self.current = None  # show the settings just set
         self.select(advice.mechanism)
         row = self.rows.get(advice.mechanism)
@@ -719,21 +780,16 @@ class ConfigurePage(QWidget):
     def _update_expected(self) -> None:
         if not self.current:
             return
-        mechanism = registry.get(self.current)
-        params = self.state.params_for(self.current)
-        data = self.state.dataset
         try:
-            values = mechanism.validate(data, self.state.epsilon, params)
-            facts = mechanism.public_facts(data, values) if data is not None else {}
-            expected = mechanism.expected_error(self.state.epsilon, values, facts)
+            expected = expected_error(self.state, self.current, self.state.epsilon)
         except DpdeskError as error:
             self.expected.set_kind("warning")
             self.expected.setText(f"Not ready: {error}")
             return
         self.expected.set_kind("info")
-        if expected and expected.get("text"):
+        if expected:
             self.expected.setText(f"<b>Expected error at ε = {self.state.epsilon:.4g}</b> (from public settings "
-                                  f"only): {expected['text']}")
+                                  f"only): {expected}")
         else:
             self.expected.setText("The error of this mechanism depends on the data itself; compare it on the "
                                   "Compare page (on stand-in data if you want to avoid using the true data).")

@@ -5,13 +5,17 @@ steps' words are in dpdesk.guidance.GUIDE; which controls they point at is decid
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, QRect, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPainter, QPalette, QPen
-from PySide6.QtWidgets import QDockWidget, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDockWidget, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from .. import guidance
+from ..paths import sample_path
 from . import theme
 from .widgets import heading
+
+
+GUIDE_WIDTHS = (240, 340)  # the guide's narrowest and widest
 
 
 class Spotlight(QWidget):
@@ -95,18 +99,18 @@ class FirstRunGuide(QDockWidget):
         self.setAllowedAreas(Qt.LeftDockWidgetArea | Qt.RightDockWidgetArea)
         self.setAccessibleName("Getting started guide")
         body = QWidget()
-        body.setMinimumWidth(300)
-        body.setMaximumWidth(380)
+        body.setMinimumWidth(GUIDE_WIDTHS[0])  # beside the pages: they keep at least 500 px at 1024 wide
+        body.setMaximumWidth(GUIDE_WIDTHS[1])
         layout = QVBoxLayout(body)
         self.counter = QLabel("")
-        self.counter.setAccessibleName("Guide step")
+        self.counter.setAccessibleDescription("Guide step")
         self.title = heading("", 2)
         self.title.setWordWrap(True)
         self.text = QLabel("")
         self.text.setWordWrap(True)
         self.text.setTextFormat(Qt.RichText)
         self.text.setAlignment(Qt.AlignLeft | Qt.AlignTop)
-        self.text.setAccessibleName("What to do on this page")
+        self.text.setAccessibleDescription("What to do on this page")
         self.action = QPushButton("Open the sample data")
         self.action.setAccessibleName("Open the bundled sample dataset")
         self.done_label = QLabel("")
@@ -123,11 +127,14 @@ class FirstRunGuide(QDockWidget):
         self.back_button = QPushButton("◀ Back")
         self.next_button = QPushButton("Next ▶")
         self.next_button.setDefault(True)
-        buttons.addWidget(self.skip_button)
-        buttons.addStretch(1)
         buttons.addWidget(self.back_button)
         buttons.addWidget(self.next_button)
+        buttons.addStretch(1)
         layout.addLayout(buttons)
+        skip = QHBoxLayout()  # a line of its own: the three buttons do not fit the guide's narrowest width
+        skip.addWidget(self.skip_button)
+        skip.addStretch(1)
+        layout.addLayout(skip)
         self.setWidget(body)
         self.spotlight = Spotlight(window)
         self.index = 0
@@ -139,6 +146,7 @@ class FirstRunGuide(QDockWidget):
         for signal in (window.state.dataset_changed, window.state.config_changed, window.state.comparison_changed,
                        window.state.release_changed, window.state.exported):
             signal.connect(self._update_done)
+        window.state.dataset_changed.connect(lambda: self.text.setText(self.step.text_for(self.on_sample())))
         theme.on_palette_change(self._update_done)
 
     def start(self) -> None:
@@ -156,14 +164,32 @@ class FirstRunGuide(QDockWidget):
         self.main.show_page(step.page)
         self.counter.setText(f"Step {self.index + 1} of {len(self.steps)}")
         self.title.setText(step.title)
-        self.text.setText(step.text)
+        self.text.setText(step.text_for(self.on_sample()))
         self.action.setVisible(step.page == "data" and self.main.state.dataset is None)
         self.back_button.setEnabled(self.index > 0)
         last = self.index == len(self.steps) - 1
         self.next_button.setText("Finish" if last else "Next ▶")
         self.next_button.setAccessibleName("Finish the guide" if last else "Next step of the guide")
-        self.spotlight.point_at(self.targets(step.page))
+        targets = self.targets(step.page)
+        self.spotlight.point_at(targets)
+        QTimer.singleShot(0, lambda: self.show_targets(targets))  # once the page shown has its layout
         self._update_done()
+
+    @staticmethod
+    def show_targets(targets: list[QWidget]) -> None:
+        """Scroll the page so that the step's controls are in view, the first one above all (on a small
+        screen the page is taller than the window)."""
+        for target in reversed(targets):
+            parent = target.parentWidget()
+            while parent is not None and not isinstance(parent, QScrollArea):
+                parent = parent.parentWidget()
+            if parent is not None:
+                parent.ensureWidgetVisible(target, 20, 20)
+
+    def on_sample(self) -> bool:
+        """Whether the steps may speak of the sample's baskets: it is loaded, or nothing is yet."""
+        state = self.main.state
+        return state.dataset is None or state.import_settings.get("path") == str(sample_path())
 
     def next(self) -> None:
         if self.index == len(self.steps) - 1:

@@ -15,8 +15,10 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QLineEdit, QSplitter, QTextB
 
 from .. import guidance
 from . import theme
+from .widgets import fit_to_screen
 
 SECTIONS = {"page": "The five steps", "term": "Words"}
+HELP_SIZE = QSize(980, 680)
 PICTURE_SCALE = 1.25  # the pictures are drawn 400 px wide; a little larger reads better beside the text
 
 
@@ -79,7 +81,7 @@ class HelpWindow(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent, Qt.Window)
         self.setWindowTitle("dpdesk Help")
-        self.resize(980, 680)
+        fit_to_screen(self, HELP_SIZE)  # never taller than the screen
         layout = QVBoxLayout(self)
         top = QHBoxLayout()
         self.search = QLineEdit()
@@ -87,7 +89,7 @@ class HelpWindow(QWidget):
         self.search.setClearButtonEnabled(True)
         self.search.setAccessibleName("Search the help")
         self.count = QLabel("")
-        self.count.setAccessibleName("How many help entries match")
+        self.count.setAccessibleDescription("How many help entries match")
         top.addWidget(self.search, 1)
         top.addWidget(self.count)
         layout.addLayout(top)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QRect, QSettings, QSize, Qt
+from PySide6.QtCore import QSettings, QSize, Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QFileDialog, QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMainWindow,
-                               QMessageBox, QProgressDialog, QPushButton, QScrollArea, QSizePolicy, QStackedWidget,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QApplication, QFileDialog, QFrame, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
+                               QMainWindow, QMessageBox, QProgressDialog, QPushButton, QScrollArea, QSizePolicy,
+                               QStackedWidget, QVBoxLayout, QWidget)
 
 from .. import __version__, guidance
 from ..errors import DpdeskError
@@ -20,12 +20,13 @@ from ..workflow import default_dataset_name
 from . import theme
 from .compare_page import ComparePage
 from .configure_page import ConfigurePage, spent_in_words
-from .first_run import FirstRunGuide
+from .first_run import GUIDE_WIDTHS, FirstRunGuide
 from .help_window import HelpWindow
 from .plan_page import PlanPage
 from .release_page import ReleasePage
 from .state import AppState
-from .widgets import DataSummaryView, explanation, heading, show_error
+from .widgets import (DataSummaryView, breakable, explanation, fit_to_screen, heading, install_wheel_guard,
+                      name_text, show_error)
 from .preferences import PreferencesDialog, apply_memory_preference
 from .wizard import ImportWizard
 from .workers import Task
@@ -35,26 +36,14 @@ PAGE_KEYS = list(guidance.PAGES)  # the steps' keys, in the same order
 GUIDE_SEEN = "guide/seen"  # settings.ini: the first-run guide was shown once
 MESSAGE_SECONDS = 10  # a passing status message, after which the next step shows again
 MAX_RECENT = 8
+SIDE_WIDTH = 180  # the steps and the ledger summary on the left
 PREFERRED_SIZE = QSize(1280, 820)
-# room for the window manager's title bar and borders, which Qt learns only once the window is mapped
-DECORATION_ALLOWANCE = QSize(16, 48)
-
-
-def fitted_geometry(available: QRect, preferred: QSize = PREFERRED_SIZE) -> QRect:
-    """The main window's first geometry (without decorations): the preferred size, shrunk to the
-    screen's available area less room for decorations, centred in that area."""
-    width = max(1, min(preferred.width(), available.width() - DECORATION_ALLOWANCE.width()))
-    height = max(1, min(preferred.height(), available.height() - DECORATION_ALLOWANCE.height()))
-    frame_width, frame_height = width + DECORATION_ALLOWANCE.width(), height + DECORATION_ALLOWANCE.height()
-    x = available.x() + max(0, (available.width() - frame_width) // 2)
-    y = available.y() + max(0, (available.height() - frame_height) // 2)
-    return QRect(x, y, width, height)
 
 
 class DataPage(QWidget):
     def __init__(self, window: "MainWindow"):
         super().__init__()
-        self.window = window
+        self.main = window  # not self.window: that is QWidget.window()
         layout = QVBoxLayout(self)
         layout.addWidget(heading("① Data"))
         self.intro = explanation(
@@ -88,34 +77,34 @@ class DataPage(QWidget):
         window.state.dataset_changed.connect(self.refresh)
 
     def refresh(self) -> None:
-        data = self.window.state.dataset
+        data = self.main.state.dataset
         self.summary_box.setVisible(data is not None)
         if data is None:
             return
         source = data.source
         where = Path(source["path"]).name if source.get("path") else source.get("sql", "")
-        self.title.setText(f"{data.describe()} — read as {source.get('format')} from {where}")
+        self.title.setText(breakable(f"{data.describe()} — read as {source.get('format')} from {where}"))
         self.summary.show_dataset(data)
 
 
 class MainWindow(QMainWindow):
     def __init__(self):
         super().__init__()
+        install_wheel_guard(QApplication.instance())  # also when the application was not made by make_app
         self.state = AppState()
         self.project_task: Task | None = None  # reading a project's data file
+        self._quitting = False  # the steward chose to quit; the window closes when the running work has stopped
         self.settings = QSettings(str(user_data_dir() / "settings.ini"), QSettings.IniFormat)
         apply_memory_preference(self.settings)
         self.setAcceptDrops(True)
-        first = fitted_geometry(self.screen().availableGeometry())
-        self.resize(first.size())
-        self.move(first.topLeft())
+        fit_to_screen(self, PREFERRED_SIZE)
         central = QWidget()
         self.setCentralWidget(central)
         layout = QHBoxLayout(central)
         side = QVBoxLayout()
         self.steps = QListWidget()
         self.steps.setAccessibleName("Steps")
-        self.steps.setMaximumWidth(210)
+        self.steps.setMaximumWidth(SIDE_WIDTH)
         font = self.steps.font()
         font.setPointSizeF(font.pointSizeF() * 1.15)
         self.steps.setFont(font)
@@ -124,8 +113,8 @@ class MainWindow(QMainWindow):
         side.addWidget(self.steps, 1)
         self.ledger_label = QLabel("")
         self.ledger_label.setWordWrap(True)
-        self.ledger_label.setMaximumWidth(210)
-        self.ledger_label.setAccessibleName("Privacy budget ledger summary")
+        self.ledger_label.setMaximumWidth(SIDE_WIDTH)
+        self.ledger_label.setAccessibleDescription("Privacy budget ledger summary")
         # palette roles: readable on light, dark and high-contrast desktops
         theme.palette_style_sheet(self.ledger_label, "QLabel {background:palette(alternate-base); "
                                                      "border:1px solid palette(mid); padding:6px;}")
@@ -137,7 +126,8 @@ class MainWindow(QMainWindow):
         self.compare_page = ComparePage(self.state)
         self.plan_page = PlanPage(self.state)
         self.release_page = ReleasePage(self.state)
-        for page in (self.data_page, self.configure_page, self.compare_page, self.plan_page, self.release_page):
+        for index, page in enumerate((self.data_page, self.configure_page, self.compare_page, self.plan_page,
+                                      self.release_page)):
             if page is self.compare_page:
                 # not in a scroll area: painting its streaming pyqtgraph plots inside one crashes
                 # PySide (6.9.3 and 6.10.3, in the end-to-end test); on a small screen it is cut
@@ -147,6 +137,7 @@ class MainWindow(QMainWindow):
                 continue
             # a page taller or wider than a small screen scrolls instead of pushing the window off it
             scroller = QScrollArea()
+            scroller.setAccessibleName(f"{STEPS[index]} page")  # a Tab stop (the arrow keys scroll it)
             scroller.setWidgetResizable(True)
             scroller.setFrameShape(QFrame.NoFrame)
             scroller.setWidget(page)
@@ -159,7 +150,9 @@ class MainWindow(QMainWindow):
         self._menus()
         # the next useful step, shown whenever no passing message is (QStatusBar hides it meanwhile)
         self.next_step_label = QLabel("")
-        self.next_step_label.setAccessibleName("The next step")
+        # two lines in a narrow window, rather than a window wider than the screen
+        self.next_step_label.setWordWrap(True)
+        self.next_step_label.setAccessibleDescription("The next step")
         self.statusBar().addWidget(self.next_step_label, 1)
         self.mode_label = QLabel(f"dpdesk {__version__} · offline")
         self.statusBar().addPermanentWidget(self.mode_label)
@@ -193,7 +186,10 @@ class MainWindow(QMainWindow):
         for i, text in enumerate(STEPS):
             self._action(go, text, lambda _=False, i=i: self.steps.setCurrentRow(i), f"Ctrl+{i + 1}")
         run = self.menuBar().addMenu("&Run")
-        self._action(run, "Run &comparison", lambda: (self.steps.setCurrentRow(2), self.compare_page.run()), "Ctrl+R")
+        # Ctrl+R runs the page's own work: the release on the Release page (after its confirmation), the
+        # comparison everywhere else (_page_changed moves the shortcut)
+        self.run_comparison_action = self._action(run, "Run &comparison", self.run_comparison, "Ctrl+R")
+        self.run_release_action = self._action(run, "Run &release (secure)…", self.run_release)
         self._action(run, "&Cancel comparison", self.compare_page.cancel, "Esc")
         help_menu = self.help_menu = self.menuBar().addMenu("&Help")
         self._action(help_menu, "Help for &this page", self.help_for_current_page, QKeySequence.HelpContents)
@@ -203,6 +199,25 @@ class MainWindow(QMainWindow):
         self._action(help_menu, "Getting &started guide…", self.start_guide)
         help_menu.addSeparator()
         self._action(help_menu, "&About dpdesk", self.show_about)
+
+    def run_comparison(self) -> None:
+        self.show_page("compare")
+        self.compare_page.run()
+
+    def run_release(self) -> None:
+        """Run release, as its button does (it asks to confirm first); say why not when it cannot run yet."""
+        self.show_page("release")
+        if self.release_page.run_button.isEnabled():
+            self.release_page.run_button.click()
+        else:
+            self.statusBar().showMessage("The release cannot run yet. " + guidance.next_step("release",
+                                                                                            self.progress()),
+                                         MESSAGE_SECONDS * 1000)
+
+    def _run_shortcut(self) -> None:
+        on_release = self.current_page() == "release"
+        self.run_release_action.setShortcut(QKeySequence("Ctrl+R") if on_release else QKeySequence())
+        self.run_comparison_action.setShortcut(QKeySequence() if on_release else QKeySequence("Ctrl+R"))
 
     def _action(self, menu, text, slot, shortcut=None) -> QAction:
         action = QAction(text, self)
@@ -218,6 +233,7 @@ class MainWindow(QMainWindow):
         if wizard.exec() and wizard.dataset is not None:
             name, declaration = wizard.publication()
             self.state.set_dataset(wizard.dataset, wizard.settings(), name, declaration)
+            self.show_page("data")  # its summary, to check the import; never a page set up for the data before
             if "path" in wizard.settings():  # a database query is not a recent file
                 self._remember(wizard.settings()["path"])
             self.statusBar().showMessage(f"Loaded {wizard.dataset.describe()}.", MESSAGE_SECONDS * 1000)
@@ -352,6 +368,7 @@ class MainWindow(QMainWindow):
         # a passing message belongs to the page it came from ("Loaded …" on Data): on another
         # page it would hide that page's next step for its remaining seconds
         self.statusBar().clearMessage()
+        self._run_shortcut()
         self.update_next_step()
 
     def update_next_step(self) -> None:
@@ -362,13 +379,18 @@ class MainWindow(QMainWindow):
         if data is None:
             self.ledger_label.setText("<b>Budget ledger</b><br>Import data to see the ε already spent on it.")
             return
+        if not self.state.dataset_name:
+            self.ledger_label.setText("<b>Budget ledger</b><br>Say who this data is about (⑤ Release, Change…) to "
+                                      "see the ε already spent on them.")
+            return
         try:
             status = Ledger.open().status(self.state.dataset_name)
         except DpdeskError as error:
             self.ledger_label.setText(f"<b>Budget ledger</b><br>{error}")
             return
         cap = f"of cap {status.cap:g}" if status.cap is not None else "(no cap)"
-        self.ledger_label.setText(f"<b>Budget ledger</b><br>{self.state.dataset_name}: ε used {status.spent:.3g} {cap}"
+        self.ledger_label.setText(f"<b>Budget ledger</b><br>{name_text(self.state.dataset_name)}: ε used "
+                                  f"{status.spent:.3g} {cap}"
                                   f"<br>{spent_in_words(status.spent)}")
 
     def show_about(self) -> None:
@@ -404,6 +426,9 @@ class MainWindow(QMainWindow):
         if self.guide is None:
             self.guide = FirstRunGuide(self)
             self.addDockWidget(Qt.RightDockWidgetArea, self.guide)
+            # a quarter of the window, within the guide's limits: the page beside it keeps its room
+            self.resizeDocks([self.guide], [max(GUIDE_WIDTHS[0], min(GUIDE_WIDTHS[1], self.width() // 4))],
+                             Qt.Horizontal)
         self.guide.start()
         return self.guide
 
@@ -416,18 +441,79 @@ class MainWindow(QMainWindow):
         self.start_guide()
         return True
 
+    # -- quitting ----------------------------------------------------------------------------
+    def running_work(self) -> list[tuple[str, Task]]:
+        """The work running on a worker now, each said in a few words with its task."""
+        work = []
+        compare = self.compare_page.task
+        if compare is not None and compare.running:
+            work.append(("a comparison", compare))
+        release = self.release_page.task
+        if release is not None and release.running:
+            work.append(("a release being drawn", release))
+        if self.project_task is not None and self.project_task.running:
+            work.append(("the project's data being read", self.project_task))
+        return work
+
+    def ask_before_quitting(self, what: list[str]) -> bool:
+        """Whether to stop the running work and quit (True) or keep working (False). Tests replace it."""
+        names = " and ".join(what)
+        box = QMessageBox(QMessageBox.Question, "Quit dpdesk?",
+                          f"<b>{names[0].upper() + names[1:]} {'is' if len(what) == 1 else 'are'} still running."
+                          "</b><br><br>Quitting stops it: a comparison's results so far are lost, and a release that "
+                          "is not yet recorded spends nothing (one that is already recorded stays in the budget "
+                          "ledger).<br><br>Keep working to let it finish.", parent=self)
+        box.setTextFormat(Qt.RichText)
+        stop = box.addButton("Stop and quit", QMessageBox.AcceptRole)
+        keep = box.addButton("Keep working", QMessageBox.RejectRole)
+        box.setDefaultButton(keep)
+        box.setEscapeButton(keep)
+        box.exec()
+        return box.clickedButton() is stop
+
+    def ask_to_save(self) -> QMessageBox.StandardButton:
+        """Save, Discard or Cancel before quitting. Tests replace it."""
+        return QMessageBox.question(self, "Save the project?",
+                                    "Save your import settings and mechanism choices as a project before quitting?",
+                                    QMessageBox.Save | QMessageBox.Discard | QMessageBox.Cancel)
+
     def closeEvent(self, event) -> None:  # noqa: N802
-        for page in (self.compare_page,):
-            if page.task is not None and page.task.running:
-                page.task.cancel()
-                page.task.wait(3000)
-        if self.state.dirty and self.state.dataset is not None:
-            answer = QMessageBox.question(self, "Save the project?",
-                                          "Save your import settings and mechanism choices as a project before quitting?",
-                                          QMessageBox.Save | QMessageBox.Discard | QMessageBox.Cancel)
-            if answer == QMessageBox.Cancel:
+        """Quitting asks first while work runs (Keep working leaves it running) and whether to save; work that
+        is to stop is cancelled and the window closes when it has stopped, never blocking the event loop
+        in between (waiting for a worker here froze the window for seconds)."""
+        running = self.running_work()
+        if self._quitting:  # the questions were answered: close once the stopped work has ended
+            if running:
                 event.ignore()
+                return
+            event.accept()
+            return
+        if running and not self.ask_before_quitting([what for what, _task in running]):
+            event.ignore()
+            return
+        if self.state.dirty and self.state.dataset is not None:
+            answer = self.ask_to_save()
+            if answer == QMessageBox.Cancel:
+                event.ignore()  # nothing was stopped
                 return
             if answer == QMessageBox.Save:
                 self.save_project()
-        event.accept()
+        if not running:
+            event.accept()
+            return
+        self._quitting = True
+        for _what, task in running:
+            for signal in (task.partial, task.progress, task.succeeded):
+                try:  # what it still delivers is not drawn: the window is closing
+                    signal.disconnect()
+                except (RuntimeError, TypeError):  # nothing connected
+                    pass
+            task.finished.connect(self._close_when_stopped)
+            task.cancel()
+        self.statusBar().showMessage("Stopping " + " and ".join(what for what, _task in running)
+                                     + "… dpdesk closes when it has stopped.")
+        event.ignore()
+
+    def _close_when_stopped(self) -> None:
+        if not self.running_work():
+            self.close()

@@ -4,18 +4,21 @@ stay accurate, and the ε an accuracy target needs. Uses public numbers only, no
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLineEdit, QPushButton,
-                               QScrollArea, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import QFormLayout, QGroupBox, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
+from .. import mechanisms as registry
 from ..errors import DpdeskError, ParameterError
 from ..privacy import planner
+from .configure_page import expected_error
 from .state import AppState
-from .widgets import Banner, PlotPanel, explanation, heading
+from .widgets import Banner, DecimalSpinBox, PlotPanel, ResponsiveRow, explanation, heading
+
+
+PLANNED_MECHANISM = "lpa"  # the planner's noise (Laplace of scale Δ/ε on each count) is this mechanism's
 
 
 def _spin(low, high, value, step, decimals, name):
-    spin = QDoubleSpinBox()
+    spin = DecimalSpinBox()
     spin.setRange(low, high)
     spin.setDecimals(decimals)
     spin.setSingleStep(step)
@@ -34,9 +37,10 @@ class PlanPage(QWidget):
             "Noise of scale λ = Δ/ε exceeds ±z with probability pr, where z = −λ·ln(pr). A count of at least "
             "z / r then has relative error at most r with probability 1 − pr: its <i>minimum true answer</i> "
             "(Shoaran, Thomo &amp; Weber, Eq. 4 and 6). Nothing here uses the data."))
-        inner = QWidget()
-        layout = QVBoxLayout(inner)
-        top = QHBoxLayout()
+        # the calculator's noise is LPA's: say so, and what the mechanisms ticked add instead
+        self.applies = Banner("", "info")
+        self.applies.setAccessibleDescription("Which mechanisms these figures are for")
+        outer.addWidget(self.applies)
         calc = QGroupBox("Noise and minimum true answer")
         form = QFormLayout(calc)
         self.epsilon = _spin(0.001, 10, state.epsilon, 0.05, 4, "Epsilon")
@@ -53,7 +57,6 @@ class PlanPage(QWidget):
         form.addRow("query index γ:", self.index)
         self.result = Banner("", "info")
         form.addRow(self.result)
-        top.addWidget(calc, 1)
         inverse = QGroupBox("What ε do I need?")
         inverse_form = QFormLayout(inverse)
         self.answer = _spin(1, 1e12, 1000, 100, 0, "Smallest count that must be accurate")
@@ -69,8 +72,7 @@ class PlanPage(QWidget):
         self.use = QPushButton("Use this ε in Configure")
         self.use.setAccessibleName("Use the computed epsilon")
         inverse_form.addRow(self.use)
-        top.addWidget(inverse, 1)
-        layout.addLayout(top)
+        outer.addWidget(ResponsiveRow([calc, inverse], spacing=10))  # side by side when there is room
         plots = QVBoxLayout()
         self.noise_panel = PlotPanel("Noise vs probability", x_label="probability pr",
                                      y_label="noise magnitude z exceeded with probability pr")
@@ -79,21 +81,41 @@ class PlanPage(QWidget):
         for panel in (self.noise_panel, self.mta_panel):
             panel.setMinimumHeight(340)
             plots.addWidget(panel)
-        layout.addLayout(plots, 1)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        scroll.setWidget(inner)
-        outer.addWidget(scroll, 1)
+        outer.addLayout(plots, 1)  # the page scrolls in the window's scroll area
         for spin in (self.epsilon, self.probability, self.relative, self.sensitivity, self.answer,
                      self.target_relative, self.target_probability):
             spin.valueChanged.connect(self.update)
         self.index.textChanged.connect(self.update)
         self.use.clicked.connect(self._use)
         state.epsilon_changed.connect(lambda e: self.epsilon.setValue(e))
+        for signal in (state.config_changed, state.dataset_changed, state.epsilon_changed):
+            signal.connect(self.update_applies)
         state.config_changed.connect(lambda: self.sensitivity.setValue(float(state.bound or self.sensitivity.value())))
         self._needed = None
         self.update()
+        self.update_applies()
+
+    def update_applies(self) -> None:
+        """Which mechanism the figures are for: noise of scale Δ/ε on every count is LPA's; the other
+        mechanisms ticked add other noise, each said from its public settings at the state's ε."""
+        others = []
+        for configuration in self.state.enabled():
+            mechanism = registry.get(configuration.mechanism)
+            if mechanism.id == PLANNED_MECHANISM:
+                continue
+            try:
+                expected = expected_error(self.state, mechanism.id, self.state.epsilon)
+            except DpdeskError as error:
+                expected = f"not ready ({error})"
+            others.append(f"<b>{mechanism.name}</b>: " + (expected or "its error depends on the data itself; "
+                                                                      "see the Compare page."))
+        ticked = {c.mechanism for c in self.state.enabled()}
+        lead = ("<b>These figures are for noise of scale Δ/ε on every count: the noise LPA adds</b>"
+                + (" (ticked)." if PLANNED_MECHANISM in ticked else "."))
+        if others:
+            lead += (f" The other mechanisms you ticked add other noise; at ε = {self.state.epsilon:.4g}:"
+                     "<ul style='margin-left:-20px'>" + "".join(f"<li>{line}</li>" for line in others) + "</ul>")
+        self.applies.setText(lead)
 
     def _index(self):
         text = self.index.text().strip()

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtWidgets import (QButtonGroup, QDialog, QDialogButtonBox, QDoubleSpinBox, QHBoxLayout, QLabel,
+from PySide6.QtWidgets import (QButtonGroup, QDialog, QDialogButtonBox, QHBoxLayout, QLabel,
                                QRadioButton, QVBoxLayout)
 
 from ..data.textio import MEMORY_ENV, available_memory, format_size
-from .widgets import explanation
+from .widgets import DecimalSpinBox, explanation
 
 MEMORY_KEY = "data/memory_limit"  # QSettings key: "" (automatic) or a size such as "4G"
 _LAUNCHED_WITH = os.environ.get(MEMORY_ENV)  # a limit set before the app started stays the automatic choice
@@ -41,7 +41,7 @@ class PreferencesDialog(QDialog):
         half = f" (about {format_size(available // 2)} now)" if available else ""
         self.automatic = QRadioButton(f"Automatic: half of the memory available{half}")
         self.fixed = QRadioButton("At most")
-        self.size = QDoubleSpinBox()
+        self.size = DecimalSpinBox()
         self.size.setRange(0.25, max(1.0, (available or 8 << 30) / (1 << 30)))
         self.size.setDecimals(2)
         self.size.setSingleStep(0.5)

@@ -10,14 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QButtonGroup, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog, QFormLayout,
+from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout,
                                QHBoxLayout, QLabel, QLineEdit, QPushButton, QRadioButton, QSpinBox, QVBoxLayout,
                                QWidget, QWizardPage)
 
 from ..data.domain import (HOW_DISCOVERED, HOW_LIST, HOW_PUBLIC_DATA, HOW_RANGE, DomainDeclaration,
                            check_declaration)
 from ..errors import DpdeskError, ParameterError
-from .widgets import explanation, show_error
+from .widgets import DecimalSpinBox, explanation, show_error
 
 CHOICE_TEXT = {
     "incidence": {
@@ -37,6 +37,17 @@ CHOICE_TEXT = {
 }
 
 
+def ledger_names() -> dict:
+    """{dataset name: budget status} for every name in the budget ledger ({} when it cannot be read: the
+    release then says why)."""
+    from ..privacy.ledger import Ledger
+
+    try:
+        return Ledger.open().totals()
+    except DpdeskError:
+        return {}
+
+
 class PublicationChoice(QWidget):
     """The dataset name and the domain declaration, with an explanation of each choice."""
 
@@ -47,13 +58,25 @@ class PublicationChoice(QWidget):
         self.kind = "incidence"
         layout = QVBoxLayout(self)
         name_form = QFormLayout()
-        self.name = QLineEdit()
-        self.name.setAccessibleName("Which people is this data about")
+        # the names already in the budget ledger are offered: the same people must keep the same name
+        self.name_box = QComboBox()
+        self.name_box.setEditable(True)
+        self.name_box.setInsertPolicy(QComboBox.NoInsert)
+        self.name_box.setAccessibleName("Which people is this data about")
+        self.name = self.name_box.lineEdit()
+        self.name.setAccessibleName(self.name_box.accessibleName())  # the field one types in
         self.name.setPlaceholderText("e.g. patients of clinic A, 2025")
-        name_form.addRow("Which people is this data about?", self.name)
+        self.known = ledger_names()
+        self.name_box.addItems(list(self.known))
+        self.name_box.setCurrentIndex(-1)
+        name_form.addRow("Which people is this data about?", self.name_box)
         layout.addLayout(name_form)
         layout.addWidget(explanation("dpdesk adds up the privacy budget (ε) of every release about the same people "
-                                     "under this name, whichever file they come from."))
+                                     "under this name, whichever file they come from."
+                                     + (" Names already in the budget ledger are in the list (▾)." if self.known
+                                        else "")))
+        self.name_note = explanation("")
+        layout.addWidget(self.name_note)
         self.question = QLabel("")
         self.question.setWordWrap(True)
         layout.addWidget(self.question)
@@ -61,8 +84,7 @@ class PublicationChoice(QWidget):
         self.buttons: dict[str, QRadioButton] = {}
         self.extras: dict[str, QWidget] = {}
         for how in (HOW_LIST, HOW_RANGE, HOW_PUBLIC_DATA, HOW_DISCOVERED):
-            button = QRadioButton("")
-            button.setAccessibleName(how)
+            button = QRadioButton("")  # its accessible name is its visible sentence (set_kind)
             self.group.addButton(button)
             self.buttons[how] = button
             layout.addWidget(button)
@@ -91,7 +113,7 @@ class PublicationChoice(QWidget):
         self.extras[HOW_PUBLIC_DATA].layout().addWidget(explanation(
             "The names are published as they are and the report says that you stated they are public."))
         # discovery
-        self.share = QDoubleSpinBox()
+        self.share = DecimalSpinBox()
         self.share.setRange(0, 90)
         self.share.setSpecialValueText("chosen by dpdesk")  # 0: the plan chooses (evaluation.discovery)
         self.share.setValue(0)
@@ -113,6 +135,7 @@ class PublicationChoice(QWidget):
         self.group.buttonToggled.connect(lambda *_: self._update())
         for widget in (self.name, self.list_path, self.delta):
             widget.textChanged.connect(lambda *_: self.changed.emit())
+        self.name.textChanged.connect(self._name_changed)
         self.set_kind("incidence")
 
     def set_kind(self, kind: str) -> None:
@@ -151,6 +174,19 @@ class PublicationChoice(QWidget):
             self.delta.setText(f"{declaration.delta:g}")
             self.discover_bound.setValue(int(declaration.bound or 0))
         self._update()
+
+    def _name_changed(self) -> None:
+        """Say whether the name is already in the ledger (and what it has spent) or new."""
+        name = self.dataset_name()
+        status = self.known.get(name)
+        if status is not None:
+            self.name_note.setText(f"Already in the budget ledger: ε = {status.spent:.4g} spent in {status.releases} "
+                                   "release(s) about these people; a new release adds to it.")
+        elif name and self.known:
+            self.name_note.setText("A name new to the budget ledger: its budget starts at 0. If these people were "
+                                   "released before under another name, choose that name from the list.")
+        else:
+            self.name_note.setText("")
 
     def chosen(self) -> str | None:
         for how, button in self.buttons.items():

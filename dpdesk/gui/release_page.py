@@ -9,19 +9,21 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, QUrl
 from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog,
                                QFormLayout, QGroupBox, QHBoxLayout, QInputDialog, QLabel, QLineEdit, QMessageBox,
-                               QProgressBar, QPushButton, QScrollArea, QSizePolicy, QSplitter, QTableView,
+                               QProgressBar, QPushButton, QScrollArea, QSizePolicy, QTableView,
                                QVBoxLayout, QWidget)
 
 from .. import mechanisms as registry
-from ..errors import DpdeskError, ParameterError
+from ..errors import DatasetNameError, DpdeskError, ParameterError
 from ..privacy.planner import odds_after
 from ..privacy.ledger import Ledger
 from ..workflow import (CHOSEN_ON_STANDIN, CHOSEN_ON_TRUE_DATA, DEFAULT_CHOSEN, INTERNAL_REPORT_FILE, REPORT_FILES,
                         export_release, internal_reports_dir, observed_choice, secure_release, stated_default)
+from .configure_page import EPS_MAX, EPS_MIN, settings_in_words
 from .state import AppState
-from .widgets import Banner, ThemedPlot, colour, error_text, explanation, heading, show_error
+from .widgets import (Banner, DecimalSpinBox, ResponsiveRow, ThemedPlot, buddy_label, colour, error_text, explanation,
+                      heading, name_text, narrow_combo, show_error)
 from .workers import Task
 
 CHOICES = [
@@ -68,6 +70,16 @@ class ArrayModel(QAbstractTableModel):
         return None
 
 
+def release_in_words(release) -> str:
+    """'release 1 of retail (ledger entry #2)': the steward counts the releases of a dataset; the ledger's
+    entry number (its first entry opens the ledger) is what `dpdesk export --entry` and the report cite."""
+    entry = (release.report.get("ledger") or {}).get("entry")
+    number = (release.report.get("dataset_budget") or {}).get("releases")
+    if number:
+        return f"release {number} of {release.dataset_name} (ledger entry #{entry})"
+    return f"ledger entry #{entry}"
+
+
 class ReleasePage(QWidget):
     def __init__(self, state: AppState, parent=None):
         super().__init__(parent)
@@ -75,13 +87,13 @@ class ReleasePage(QWidget):
         self.task: Task | None = None
         outer = QVBoxLayout(self)
         outer.addWidget(heading("⑤ Release: draw the noisy counts with secure randomness"))
-        top = QHBoxLayout()
         choose = QGroupBox("What to release")
         form = QFormLayout(choose)
         self.mechanism = QComboBox()
         self.mechanism.setAccessibleName("Mechanism to release with")
-        self.epsilon = QDoubleSpinBox()
-        self.epsilon.setRange(0.001, 10)
+        narrow_combo(self.mechanism)
+        self.epsilon = DecimalSpinBox()
+        self.epsilon.setRange(EPS_MIN, EPS_MAX)  # as on the Configure page: one ε, the same on both
         self.epsilon.setDecimals(4)
         self.epsilon.setAccessibleName("Epsilon of the release")
         self.params = QLabel("")
@@ -89,12 +101,15 @@ class ReleasePage(QWidget):
         self.chosen = QComboBox()
         self.chosen.setEditable(True)
         self.chosen.addItems(CHOICES)
+        narrow_combo(self.chosen)  # a long sentence scrolls in the box instead of widening the page
         self.chosen.setAccessibleName("How the mechanism was chosen (goes into the public report)")
+        self.chosen.lineEdit().setAccessibleName(self.chosen.accessibleName())  # the field one types in
         self.chosen.setToolTip("Stated in the public report. Choosing by the true-data comparison is a use of the "
                                "data; say so honestly. The report also says what dpdesk observed.")
         self.observed = explanation("")
         self.observed.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Maximum)
-        self.observed.setAccessibleName("What dpdesk observed about the comparisons (goes into the public report)")
+        self.observed.setAccessibleDescription("What dpdesk observed about the comparisons (goes into the public "
+                                               "report)")
         self.raw = QCheckBox("Publish raw values instead of whole numbers")
         self.raw.setToolTip("By default the counts are published as whole numbers ≥ 0 (rounding costs no privacy). "
                             "Raw values are unbiased but may be fractional or below 0: for analysts who add many "
@@ -109,24 +124,25 @@ class ReleasePage(QWidget):
         chosen.setSpacing(2)
         chosen.addWidget(self.chosen)
         chosen.addWidget(self.observed)
-        form.addRow("How it was chosen:", chosen)
-        publication = QHBoxLayout()
+        form.addRow(buddy_label("How it was chosen:", self.chosen), chosen)
+        # the sentence is a field of its own (a label beside a button in one row was cut to one line)
         self.publication = QLabel("")
         self.publication.setWordWrap(True)
-        self.publication.setAccessibleName("Who the data is about and where the published list comes from")
+        self.publication.setAccessibleDescription("Who the data is about and where the published list comes from")
         self.publication_button = QPushButton("Change…")
         self.publication_button.setAccessibleName("Change who the data is about or the published list")
-        publication.addWidget(self.publication, 1)
-        publication.addWidget(self.publication_button)
-        form.addRow("About:", publication)
+        form.addRow(buddy_label("About:", self.publication), self.publication)
+        change = QHBoxLayout()
+        change.addWidget(self.publication_button)
+        change.addStretch(1)
+        form.addRow("", change)
         self.meaning = explanation("")
         form.addRow(self.meaning)
-        top.addWidget(choose, 3)
         budget = QGroupBox("Privacy budget ledger for this dataset")
         budget_layout = QVBoxLayout(budget)
         self.ledger_text = QLabel("")
         self.ledger_text.setWordWrap(True)
-        self.ledger_text.setAccessibleName("Budget used for this dataset")
+        self.ledger_text.setAccessibleDescription("Budget used for this dataset")
         budget_layout.addWidget(self.ledger_text)
         cap_row = QHBoxLayout()
         self.cap_button = QPushButton("Set budget cap…")
@@ -136,12 +152,15 @@ class ReleasePage(QWidget):
         self.cap_warning = Banner("", "danger")
         self.cap_warning.setVisible(False)
         budget_layout.addWidget(self.cap_warning)
-        self.override = QCheckBox("Release anyway, above the cap (the override is recorded in the ledger)")
+        self.override = QCheckBox("Release anyway, above the cap")
+        self.override.setToolTip("The override is recorded in the budget ledger")
         self.override.setVisible(False)
         budget_layout.addWidget(self.override)
+        self.override_note = explanation("The override is recorded in the budget ledger.")
+        self.override_note.setVisible(False)
+        budget_layout.addWidget(self.override_note)
         budget_layout.addStretch(1)  # the figures at the top of the box, not floating in its middle
-        top.addWidget(budget, 2)
-        outer.addLayout(top)
+        outer.addWidget(ResponsiveRow([choose, budget], [3, 2], spacing=10))  # side by side when there is room
         outer.addWidget(Banner("Pressing <b>Run release</b> draws secure random noise and records the release in the "
                                "budget ledger: its ε counts against this dataset from then on, even if you never "
                                "export it. Look at results on the Compare page, not by re-running releases.", "info"))
@@ -165,28 +184,32 @@ class ReleasePage(QWidget):
                                        "histogram — after <b>Run release</b>. Then use <b>Export…</b> to write the "
                                        "files and the privacy report.")
         outer.addWidget(self.placeholder)
-        preview = QSplitter(Qt.Horizontal)
-        self.preview = preview
         self.table = QTableView()
         self.table.setSortingEnabled(True)
+        self.table.setTabKeyNavigation(False)  # Tab leaves the table (arrows move between its cells)
         self.table.setAccessibleName("Released noisy counts")
-        preview.addWidget(self.table)
+        self.table.setMinimumHeight(220)
         self.histogram = ThemedPlot()
         self.histogram.setLabel("bottom", "released count")
         self.histogram.setLabel("left", "items")
         self.histogram.setAccessibleName("Histogram of the released counts")
-        preview.addWidget(self.histogram)
-        outer.addWidget(preview, 1)
-        preview.setVisible(False)
+        self.histogram.setAccessibleDescription("How many released values fall in each range; every value is in "
+                                                "the table of released counts.")
+        self.histogram.setMinimumSize(260, 220)
+        # the table and the histogram side by side when there is room, the histogram below otherwise
+        self.preview = ResponsiveRow([self.table, self.histogram], [3, 2], spacing=10)
+        outer.addWidget(self.preview, 1)
+        self.preview.setVisible(False)
         self.mechanism.currentIndexChanged.connect(self.refresh)
         self.epsilon.valueChanged.connect(self.refresh)
+        self.epsilon.valueChanged.connect(state.set_epsilon)  # one ε: the Configure page shows the same
         self.run_button.clicked.connect(self.run)
         self.export_button.clicked.connect(self.export)
         self.cap_button.clicked.connect(self.set_cap)
         self.publication_button.clicked.connect(self.change_publication)
         self.override.toggled.connect(self.refresh)
         state.config_changed.connect(self.rebuild)
-        state.dataset_changed.connect(self.rebuild)
+        state.dataset_changed.connect(self._dataset_changed)
         state.epsilon_changed.connect(lambda e: self.epsilon.setValue(e))
         state.release_changed.connect(self._show_release)
         state.comparison_changed.connect(self.update_choice)
@@ -205,6 +228,15 @@ class ReleasePage(QWidget):
     def _choice_changed(self, text: str) -> None:
         if not self._setting_choice:
             self._choice_edited = True  # the steward's own words: a new comparison does not replace them
+
+    def _dataset_changed(self) -> None:
+        """A new dataset: nothing of the one before stays on the page (its mechanism, its release's line)."""
+        self.mechanism.blockSignals(True)
+        self.mechanism.clear()
+        self.mechanism.blockSignals(False)
+        self.status.setText("")
+        self.progress.setValue(0)
+        self.rebuild()
 
     def _forget_choice(self) -> None:
         self._choice_edited = False
@@ -260,7 +292,13 @@ class ReleasePage(QWidget):
         ready = data is not None and mechanism_id is not None
         if mechanism_id:
             params = self.state.params_for(mechanism_id)
-            self.params.setText(", ".join(f"{k} = {v}" for k, v in params.items()) or "defaults")
+            settings = settings_in_words(mechanism_id, params) or "the mechanism's defaults"
+            try:  # the schema's check on declared inputs: a missing Δ is said here, not after Run
+                registry.get(mechanism_id).validate(None, epsilon, params)
+            except DpdeskError as error:
+                settings += "<br>" + error_text(f"Not ready: {error} (Configure page)")
+                ready = False
+            self.params.setText(settings)
         else:
             self.params.setText("Tick a mechanism on the Configure page.")
         if data is None:
@@ -269,8 +307,8 @@ class ReleasePage(QWidget):
             self.run_button.setEnabled(False)
             return
         name, declaration = self.state.dataset_name, self.state.domain_declaration
-        self.publication.setText(f"<b>{name or '(not named)'}</b>; published list: "
-                                 + (declaration.describe() if declaration is not None else
+        self.publication.setText(f"<b>{name_text(name) if name else '(not named)'}</b>; published list: "
+                                 + (name_text(declaration.describe()) if declaration is not None else
                                     error_text("not declared yet — press Change…")))
         ready = ready and declaration is not None and bool(name)
         try:
@@ -281,14 +319,15 @@ class ReleasePage(QWidget):
             return
         cap = "no cap" if status.cap is None else f"cap ε = {status.cap:g}"
         after = status.spent + epsilon
-        self.ledger_text.setText(f"<b>{name}</b>: ε = {status.spent:.4g} spent so far in "
+        self.ledger_text.setText(f"<b>{name_text(name)}</b>: ε = {status.spent:.4g} spent so far in "
                                  f"{status.releases} release(s) ({cap}).<br>"
                                  f"The next release, at ε = {epsilon:.4g}, would bring the total to "
-                                 f"<b>{after:.4g}</b> (releases about the same people add up: sequential "
-                                 "composition).")
+                                 f"<b>{after:.4g}</b>: every release about the same people adds to what can be "
+                                 "learnt about them.")
         exceeds = status.cap is not None and after > status.cap + 1e-12
         self.cap_warning.setVisible(exceeds)
         self.override.setVisible(exceeds)
+        self.override_note.setVisible(exceeds)
         if exceeds:
             self.cap_warning.setText(f"This release would take the total to ε = {after:.4g}, above the cap of "
                                      f"{status.cap:g}. It will be refused unless you override the cap.")
@@ -330,7 +369,9 @@ class ReleasePage(QWidget):
         return answer == QMessageBox.Yes
 
     # -- running -------------------------------------------------------------------------
-    def run(self) -> None:
+    def run(self, override_name: bool = False) -> None:
+        """Draw the release (after one confirmation). ``override_name``: the steward said this data, released
+        before under another name, really is about the people named here (recorded in the ledger)."""
         data = self.state.dataset
         mechanism_id = self.mechanism.currentData()
         if data is None or mechanism_id is None:
@@ -344,9 +385,10 @@ class ReleasePage(QWidget):
             show_error(self, error)
             return
         cap = "no cap" if status.cap is None else f"its cap is ε = {status.cap:g}"
-        if not self.confirm(f"Release {name} with {registry.get(mechanism_id).name} at ε = {epsilon:.4g}?<br><br>"
-                            f"This spends ε = {epsilon:.4g} for good: the total for {name} becomes "
-                            f"<b>{status.spent + epsilon:.4g}</b> ({cap})."):
+        if not override_name and not self.confirm(
+                f"Release {name} with {registry.get(mechanism_id).name} at ε = {epsilon:.4g}?<br><br>"
+                f"This spends ε = {epsilon:.4g} for good: the total for {name} becomes "
+                f"<b>{status.spent + epsilon:.4g}</b> ({cap})."):
             return
         chosen = self.chosen.currentText().strip() or stated_default(self.state.comparison_runs)
         raw = self.raw.isChecked()
@@ -355,7 +397,7 @@ class ReleasePage(QWidget):
         self.task = Task(secure_release, data, mechanism_id, epsilon, params, dataset=name,
                          items=self.state.domain_declaration, chosen_how=chosen,
                          observed=observed_choice(self.state.comparison_runs), raw=raw,
-                         override_cap=self.override.isChecked(), parent=self)
+                         override_cap=self.override.isChecked(), override_name=override_name, parent=self)
         self.task.progress.connect(lambda f, m: (self.progress.setValue(int(f * 1000)), self.status.setText(m)))
         self.task.succeeded.connect(self._released)
         self.task.failed.connect(self._failed)
@@ -367,7 +409,39 @@ class ReleasePage(QWidget):
     def _failed(self, error, details: str) -> None:
         self.progress.setValue(0)
         self.status.setText("The release was not made.")
+        if isinstance(error, DatasetNameError):
+            self._name_conflict(error)
+            return
         show_error(self, error, details)
+
+    def ask_about_name(self, error: DatasetNameError) -> str:
+        """The steward's answer when this data was released before under another name: 'other' (release it
+        under that name), 'keep' (this name is right: other people) or 'cancel'. Tests replace it."""
+        other, names = error.others[0], " and ".join(f"“{n}”" for n in error.others)
+        box = QMessageBox(QMessageBox.Question, "Released before under another name",
+                          f"<b>This data was already released as {names}.</b> Releases about the same people share "
+                          "one privacy budget, so dpdesk adds them up under one name. Nothing was drawn and no "
+                          f"budget was spent.<br><br>Release it as “{other}”: its budget then counts this release "
+                          f"too. Keep “{error.dataset}” only if this data really is about other people than "
+                          f"{names}; the budget ledger records that you said so.", parent=self)
+        box.setTextFormat(Qt.RichText)
+        use = box.addButton(f"Release as “{other}”", QMessageBox.AcceptRole)
+        keep = box.addButton(f"Keep “{error.dataset}”", QMessageBox.DestructiveRole)
+        box.addButton(QMessageBox.Cancel)
+        box.setDefaultButton(use)
+        box.exec()
+        clicked = box.clickedButton()
+        return "other" if clicked is use else "keep" if clicked is keep else "cancel"
+
+    def _name_conflict(self, error: DatasetNameError) -> None:
+        answer = self.ask_about_name(error)
+        if answer == "other":
+            self.state.set_publication(error.others[0], self.state.domain_declaration)
+            self.run()  # asks again: the totals are those of the other name
+        elif answer == "keep":
+            self.run(override_name=True)
+        else:
+            self.status.setText("The release was not made: this data was released before under another name.")
 
     def _released(self, result) -> None:
         release, files = result
@@ -382,11 +456,14 @@ class ReleasePage(QWidget):
         self.histogram.clear()
         if release is None:
             self.table.setModel(None)
+            if not (self.task is not None and self.task.running):
+                self.status.setText("")
+                self.progress.setValue(0)
             return
-        entry = (release.report.get("ledger") or {}).get("entry")
         published = (release.report.get("publication") or {}).get("form", "")
-        self.status.setText(f"Released with {release.mechanism} at ε = {release.epsilon:.4g} "
-                            f"({release.randomness}); recorded in the ledger as entry #{entry}"
+        self.status.setText(f"Released with {registry.get(release.mechanism).name} at ε = {release.epsilon:.4g}, "
+                            "with secure randomness from the operating system; recorded in the budget ledger as "
+                            f"{release_in_words(release)}"
                             + (f"; published as {published}, each with its margin of error" if published else "")
                             + ". Check the preview, then export.")
         margins = [release.margin95] if release.margin95 is not None else []
@@ -409,7 +486,7 @@ class ReleasePage(QWidget):
         # wide enough for every column (label, value, margin, weight) without scrolling sideways
         header = self.table.horizontalHeader()
         needed = sum(header.sectionSize(i) for i in range(header.count())) + self.table.verticalHeader().width()
-        self.table.setMinimumWidth(min(needed + self.table.verticalScrollBar().sizeHint().width() + 8, 640))
+        self.table.setMinimumWidth(min(needed + self.table.verticalScrollBar().sizeHint().width() + 8, 420))
         if values.size:
             # the bulk of the values: a few very large counts would squeeze everything into one bar
             low, high = np.percentile(values, [0.5, 99.5]) if values.size > 200 else (values.min(), values.max())
@@ -457,6 +534,7 @@ class ExportDialog(QDialog):
         options_layout = QVBoxLayout(options)
         options_layout.setContentsMargins(0, 0, 0, 0)
         choices = QScrollArea()
+        choices.setAccessibleName("What to export")
         choices.setWidgetResizable(True)
         choices.setFrameShape(QScrollArea.NoFrame)
         choices.setWidget(options)
@@ -508,8 +586,9 @@ class ExportDialog(QDialog):
         self.files_list.setWordWrap(True)
         self.files_list.setAlignment(Qt.AlignLeft | Qt.AlignTop)
         self.files_list.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        self.files_list.setAccessibleName("The files that were written, with their full paths")
+        self.files_list.setAccessibleDescription("The files that were written, with their full paths")
         scroll = QScrollArea()
+        scroll.setAccessibleName("The files written")
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.files_list)
         scroll.setMinimumHeight(96)

@@ -6,6 +6,7 @@ It converts to and from a :class:`dpdesk.project.Project` for saving.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 
@@ -22,6 +23,13 @@ class Configuration:
     mechanism: str
     params: dict = field(default_factory=dict)
     enabled: bool = True
+
+
+DEFAULT_EPSILON = math.log(2)
+# what the steward declared or chose about one dataset: a new dataset starts from its own (or from
+# nothing), never from the facts of the dataset before it (a web shop's Δ is not the census's)
+DECLARED = ("configurations", "bound", "bound_proposed", "typical_row_length", "recommendation_used", "epsilon",
+            "release_choice")
 
 
 class AppState(QObject):
@@ -48,23 +56,31 @@ class AppState(QObject):
         self.typical_row_length: float | None = None
         # {"mechanism": id, "chosen_how": sentence} once "Use the recommendation" was pressed
         self.recommendation_used: dict | None = None
-        self.epsilon: float = math.log(2)
+        self.epsilon: float = DEFAULT_EPSILON
         self.compare_settings: dict = {"epsilons": [0.1, 0.4, math.log(2), 1.1, 2.0], "repeats": 10, "seed": 1}
         self.comparison = None
         self.comparison_dataset = None  # the data the comparison ran on (true data or a stand-in)
         self.comparison_on_standin = False
         # every comparison run on this dataset (what dpdesk observed, for the report's "how it was chosen")
         self.comparison_runs: list[dict] = []
-        self._runs_from_project = False
+        self._from_project = False
         self.release = None
         self.release_files: dict = {}
         self.exported_to = None  # the folder the current release was exported to (None: not yet)
         self.release_choice: dict = {}
         self.project_path = None
         self.dirty = False
+        self._declared_by_name: dict[str, dict] = {}  # this session's declarations of the datasets left
 
     # -- dataset -----------------------------------------------------------------------
     def set_dataset(self, dataset, settings: dict, name: str | None = None, declaration=None) -> None:
+        """Take a new dataset. Unless it comes with a project (which holds its own declarations), the
+        declarations of the dataset before are put aside under its name and the new one starts from
+        what was declared for its name earlier in this session, or from nothing: no Δ, no typical row
+        length, the default ε and mechanisms, no recommendation used."""
+        if self.dataset is not None and not self._from_project:
+            self._declared_by_name[self.dataset_name] = self._declared()
+            self._restore(self._declared_by_name.get(name if name is not None else self.dataset_name))
         self.dataset = dataset
         self.import_settings = dict(settings)
         if name is not None:
@@ -72,13 +88,12 @@ class AppState(QObject):
         self.domain_declaration = declaration
         self.comparison = None
         self.comparison_dataset = None
-        if not self._runs_from_project:  # a project opened with its data keeps the comparisons it recorded
+        if not self._from_project:  # a project opened with its data keeps the comparisons it recorded
             self.comparison_runs = []
-        self._runs_from_project = False
+        self._from_project = False
         self.release = None
         self.release_files = {}
         self.exported_to = None
-        self.recommendation_used = None  # it was for the facts of the data before
         kind = dataset.kind
         self.configurations = {m.id: c for m, c in ((registry.get(k), c) for k, c in self.configurations.items())
                                if m.data_kind == kind}
@@ -93,8 +108,20 @@ class AppState(QObject):
         self.dirty = True
         self.dataset_changed.emit()
         self.config_changed.emit()
+        self.epsilon_changed.emit(self.epsilon)
         self.comparison_changed.emit()
         self.release_changed.emit()
+
+    def _declared(self) -> dict:
+        return {name: copy.deepcopy(getattr(self, name)) for name in DECLARED}
+
+    def _restore(self, declared: dict | None) -> None:
+        """The declarations of one dataset (None: a dataset with none yet)."""
+        declared = declared or {"configurations": {}, "bound": None, "bound_proposed": False,
+                                "typical_row_length": None, "recommendation_used": None,
+                                "epsilon": DEFAULT_EPSILON, "release_choice": {}}
+        for name in DECLARED:
+            setattr(self, name, copy.deepcopy(declared[name]))
 
     # -- configuration -----------------------------------------------------------------
     def enabled(self) -> list[Configuration]:
@@ -128,15 +155,25 @@ class AppState(QObject):
         self.dirty = True
         self.config_changed.emit()
 
-    def use_recommendation(self, mechanism_id: str, params: dict, chosen_how: str) -> None:
-        """Tick the recommended mechanism with its parameters (a proposed Δ becomes the declared bound)
-        and remember how it was chosen, for the Release page's statement."""
+    def use_recommendation(self, mechanism_id: str, params: dict, chosen_how: str, also=()) -> None:
+        """Tick exactly the recommended mechanism and ``also`` (``(id, params)`` pairs: the alternatives worth
+        comparing with it), each with its parameters (a proposed Δ becomes the declared bound), and
+        remember how it was chosen, for the Release page's statement."""
         params = dict(params)
         bound = params.pop("bound", None)
         if bound is not None and (self.bound is None or self.bound_proposed):
             self.bound, self.bound_proposed = int(bound), True
         self.recommendation_used = {"mechanism": mechanism_id, "chosen_how": chosen_how}
-        self.set_configuration(mechanism_id, enabled=True, **params)
+        chosen = {mechanism_id: params, **{other: {k: v for k, v in settings.items() if k != "bound"}
+                                          for other, settings in also if other != mechanism_id}}
+        for configuration in self.configurations.values():
+            configuration.enabled = configuration.mechanism in chosen
+        for chosen_id, settings in chosen.items():
+            configuration = self.configurations.setdefault(chosen_id, Configuration(chosen_id))
+            configuration.enabled = True
+            configuration.params.update(settings)
+        self.dirty = True
+        self.config_changed.emit()
 
     def set_epsilon(self, epsilon: float) -> None:
         if abs(epsilon - self.epsilon) > 1e-12:
@@ -204,21 +241,24 @@ class AppState(QObject):
         return Project(data=data, mechanisms=mechanisms, compare=compare, release=release)
 
     def apply_project(self, project: Project) -> None:
-        self.configurations = {}
+        """The declarations a project holds (its dataset follows with :meth:`set_dataset`)."""
+        if self.dataset is not None:
+            self._declared_by_name[self.dataset_name] = self._declared()
+        self._restore(None)  # what the project does not say is not taken from the dataset before
         for item in project.mechanisms:
             params = dict(item.get("params") or {})
             params.pop("bound", None)
             self.configurations[item["mechanism"]] = Configuration(item["mechanism"], params,
                                                                    bool(item.get("enabled", True)))
         compare = dict(project.compare)
-        self.epsilon = float(compare.pop("epsilon", self.epsilon))
+        self.epsilon = float(compare.pop("epsilon", DEFAULT_EPSILON))
         bound = compare.pop("bound", None)
         self.bound = int(bound) if bound is not None else None
         length = compare.pop("typical_row_length", None)
         self.typical_row_length = float(length) if length is not None else None
         self.compare_settings.update({k: v for k, v in compare.items() if k in ("epsilons", "repeats", "seed")})
         self.comparison_runs = list(compare.get("runs") or [])
-        self._runs_from_project = True
+        self._from_project = True
         self.release_choice = dict(project.release)
         self.dataset_name = str(project.release.get("dataset") or "")
         self.domain_declaration = project.items_declaration()

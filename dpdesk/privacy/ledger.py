@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__, locks
-from ..errors import BudgetError, LedgerError, ParameterError
+from ..errors import BudgetError, DatasetNameError, LedgerError, ParameterError
 
 LEDGER_FILE = "ledger.sqlite"
 HEAD_FILE = "ledger.head"
@@ -529,7 +529,7 @@ class Ledger:
             spent, delta, cap, count = self._budget(conn, dataset)
             others = self._names_of(conn, {fingerprint, source}) - {dataset}
         if others and not override_name:
-            raise BudgetError(_renamed(dataset, others))
+            raise DatasetNameError(_renamed(dataset, others), dataset, others)
         if exceeds_cap(spent, epsilon, cap) and not override:
             raise BudgetError(_refusal(dataset, epsilon, spent, cap, "No noise was drawn."))
         return BudgetStatus(dataset, spent, cap, delta, count)
@@ -557,7 +557,7 @@ class Ledger:
             spent, _, cap, _ = self._budget(conn, dataset)
             others = self._names_of(conn, {fingerprint, source}) - {dataset}
             if others and not override_name:
-                raise BudgetError(_renamed(dataset, others))
+                raise DatasetNameError(_renamed(dataset, others), dataset, others)
             exceeded = exceeds_cap(spent, epsilon, cap)
             if exceeded and not override:  # another release was recorded since the check
                 raise BudgetError(_refusal(dataset, epsilon, spent, cap, "Nothing was released or recorded."))

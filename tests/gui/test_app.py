@@ -1,17 +1,16 @@
 """The desktop application driven with pytest-qt (offscreen): the steward's whole path."""
 
-import time
-
 import numpy as np
 import pandas as pd
 import pytest
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt
 
 import dpdesk
 from dpdesk.gui.main_window import MainWindow
 from dpdesk.gui.release_page import ExportDialog
 from dpdesk.data.domain import DomainDeclaration
 from dpdesk.gui.wizard import ImportWizard
+from tests.gui.conftest import WORK
 
 
 @pytest.fixture
@@ -35,7 +34,7 @@ def run_wizard(qtbot, path, **changes):
     qtbot.addWidget(wizard)
     wizard.show()
     wizard.next()  # file → format: the file's head is looked at on a worker, then the page moves on
-    qtbot.waitUntil(lambda: wizard.currentPage() is wizard.format_page, timeout=30_000)
+    qtbot.waitUntil(lambda: wizard.currentPage() is wizard.format_page, timeout=WORK)
     for name, value in changes.items():
         combo = getattr(wizard.format_page, name)
         combo.setCurrentIndex(combo.findData(value))
@@ -58,7 +57,7 @@ def on_true_data(page):
 
 def test_end_to_end_import_compare_release_export(window, qtbot, data_dir, tmp_path, dialogs):
     wizard = run_wizard(qtbot, data_dir / "retail.dat.gz")
-    qtbot.waitUntil(lambda: wizard.dataset is not None, timeout=30_000)
+    qtbot.waitUntil(lambda: wizard.dataset is not None, timeout=WORK)
     assert wizard.summary_page.summary.table.rowCount() == 7
     assert wizard.dataset.summary()["rows"] == 88162
     # the last question: who the data is about, and where the published item list comes from
@@ -89,9 +88,9 @@ def test_end_to_end_import_compare_release_export(window, qtbot, data_dir, tmp_p
     page.epsilons.setText("0.5, 1")
     page.repeats.setValue(2)
     qtbot.mouseClick(page.run_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: window.state.comparison is not None or bool(dialogs), timeout=120_000)
+    qtbot.waitUntil(lambda: window.state.comparison is not None or bool(dialogs), timeout=WORK)
     assert not dialogs, dialogs
-    qtbot.waitUntil(lambda: not page.task.running, timeout=10_000)
+    qtbot.waitUntil(lambda: not page.task.running, timeout=WORK)
     comparison = window.state.comparison
     assert len(comparison.results) == 3 * 2 * 2
     # the plot holds exactly the runner's means
@@ -123,7 +122,7 @@ def test_end_to_end_import_compare_release_export(window, qtbot, data_dir, tmp_p
     asked = []
     release_page.confirm = lambda text: asked.append(text) or True
     qtbot.mouseClick(release_page.run_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: window.state.release is not None or bool(dialogs), timeout=60_000)
+    qtbot.waitUntil(lambda: window.state.release is not None or bool(dialogs), timeout=WORK)
     assert not dialogs, dialogs
     release = window.state.release
     assert release.mechanism == "gs" and not release.exploration
@@ -141,7 +140,7 @@ def test_end_to_end_import_compare_release_export(window, qtbot, data_dir, tmp_p
     dialog.parquet.setChecked(True)
     dialog.internal.setChecked(True)
     dialog.start()
-    qtbot.waitUntil(lambda: bool(dialog.written) or bool(dialogs), timeout=60_000)
+    qtbot.waitUntil(lambda: bool(dialog.written) or bool(dialogs), timeout=WORK)
     assert not dialogs, dialogs
     names = {p.name for p in dialog.written}
     assert names == {"release.csv", "release.parquet", "release.json", "privacy-report.html", "privacy-report.pdf",
@@ -156,7 +155,10 @@ def test_end_to_end_import_compare_release_export(window, qtbot, data_dir, tmp_p
     assert (out / "privacy-report.pdf").read_bytes()[:4] == b"%PDF"
 
 
-def test_cancel_stops_quickly_and_ui_stays_responsive(window, qtbot, data_dir):
+def test_results_stream_in_and_cancel_stops_at_the_next_run(window, qtbot, data_dir, held_comparison):
+    """The comparison runs on a worker and streams its results; Cancel stops it at its next check. The
+    worker is held after its first result, so what is asserted does not depend on the machine's speed
+    (how long the event loop may stall meanwhile is measured by benchmarks/bench_responsiveness.py)."""
     data = dpdesk.load(data_dir / "retail.dat.gz")
     window.state.set_dataset(data, {"path": str(data_dir / "retail.dat.gz"), "format": "transactions"})
     window.state.set_bound(20)
@@ -165,41 +167,25 @@ def test_cancel_stops_quickly_and_ui_stays_responsive(window, qtbot, data_dir):
     on_true_data(page)
     page.epsilons.setText("0.1, 0.5, 1, 2")
     page.repeats.setValue(5000)
-    gaps = []
-    last = [time.perf_counter()]
-
-    def probe():
-        now = time.perf_counter()
-        gaps.append(now - last[0])
-        last[0] = now
-
-    timer = QTimer()
-    timer.setInterval(20)
-    timer.timeout.connect(probe)
     page.run()
-    assert page.task.running
-    timer.start()
-    qtbot.wait(2500)  # the event loop keeps ticking while the worker runs
-    timer.stop()
-    assert len(page.rows) > 0  # partial results streamed in
-    # nearly every tick on time, and never a freeze; the strict "longest stall ≤ 100 ms" is
-    # measured by benchmarks/ (a timed assertion on a shared machine would fail on load alone)
-    typical, longest = np.percentile(gaps, 95) - 0.020, max(gaps) - 0.020
-    assert typical < 0.100, f"the event loop was late by {typical * 1000:.0f} ms on 5% of its ticks"
-    assert longest < 0.500, f"event loop blocked for {longest * 1000:.0f} ms"
-    started = time.perf_counter()
+    assert page.task.running  # run() returned while the worker computes
+    held_comparison.started.wait(120)
+    qtbot.waitUntil(lambda: len(page.rows) == 1, timeout=WORK)  # the first result streamed in
+    assert page.cancel_button.isEnabled() and not page.run_button.isEnabled()
     qtbot.mouseClick(page.cancel_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: not page.task.running, timeout=5000)
-    assert time.perf_counter() - started < 1.0
-    assert window.state.comparison is not None and window.state.comparison.cancelled
-    assert page.run_button.isEnabled()
+    held_comparison.release()  # the worker goes on and sees the cancel before its next run
+    qtbot.waitUntil(lambda: not page.task.running, timeout=WORK)
+    comparison = window.state.comparison
+    assert comparison is not None and comparison.cancelled
+    assert len(comparison.results) == 1  # not one run more after Cancel (of 2 × 4 × 5000)
+    assert page.run_button.isEnabled() and not page.cancel_button.isEnabled()
 
 
 def test_broken_file_shows_the_line(window, qtbot, tmp_path):
     broken = tmp_path / "matrix.csv"
     broken.write_text("id,a,b,c\n1,0,1,1\n2,1,2,0\n")
     wizard = run_wizard(qtbot, broken, format="matrix")  # the steward picks the layout
-    qtbot.waitUntil(lambda: wizard.summary_page.problem.isVisible(), timeout=10_000)
+    qtbot.waitUntil(lambda: wizard.summary_page.problem.isVisible(), timeout=WORK)
     text = wizard.summary_page.problem.text()
     assert "matrix.csv" in text and "line 3" in text and "'2' is not 0 or 1" in text
     assert wizard.dataset is None and not wizard.summary_page.isComplete()
@@ -208,7 +194,7 @@ def test_broken_file_shows_the_line(window, qtbot, tmp_path):
     qtbot.addWidget(missing)
     missing.show()
     missing.next()
-    qtbot.waitUntil(lambda: missing.file_page.problem.isVisible(), timeout=10_000)
+    qtbot.waitUntil(lambda: missing.file_page.problem.isVisible(), timeout=WORK)
     assert missing.currentPage() is missing.file_page and "does not exist" in missing.file_page.problem.text()
 
 
@@ -251,7 +237,7 @@ def test_project_round_trip(window, qtbot, data_dir, tmp_path):
     other = MainWindow()
     qtbot.addWidget(other)
     other.open_project(str(path))  # the data file is read on a worker
-    qtbot.waitUntil(lambda: other.state.dataset is not None, timeout=30_000)
+    qtbot.waitUntil(lambda: other.state.dataset is not None, timeout=WORK)
     assert other.state.dataset.fingerprint == data.fingerprint
     assert other.state.bound == 37 and abs(other.state.epsilon - 0.5) < 1e-12
     assert [c.mechanism for c in other.state.enabled()] == ["lpa", "alpa"]
@@ -294,9 +280,9 @@ def test_cell_summaries_compare_and_release(window, qtbot, data_dir, tmp_path, d
     page.epsilons.setText("1")
     page.repeats.setValue(1)
     page.run()
-    qtbot.waitUntil(lambda: window.state.comparison is not None or bool(dialogs), timeout=120_000)
+    qtbot.waitUntil(lambda: window.state.comparison is not None or bool(dialogs), timeout=WORK)
     assert not dialogs, dialogs
-    qtbot.waitUntil(lambda: not page.task.running, timeout=10_000)
+    qtbot.waitUntil(lambda: not page.task.running, timeout=WORK)
     keys = [page.metric.itemData(i) for i in range(page.metric.count())]
     assert {"summary_size", "range_mae", "subset_mae"} <= set(keys)
     page.metric.setCurrentIndex(page.metric.findData("range_mae"))
@@ -311,7 +297,7 @@ def test_cell_summaries_compare_and_release(window, qtbot, data_dir, tmp_path, d
     window.state.set_publication("adult census", DomainDeclaration("public-data", cells=True))
     release_page.confirm = lambda text: True
     release_page.run()
-    qtbot.waitUntil(lambda: window.state.release is not None or bool(dialogs), timeout=60_000)
+    qtbot.waitUntil(lambda: window.state.release is not None or bool(dialogs), timeout=WORK)
     assert not dialogs, dialogs
     assert window.state.release.cells is not None and release_page.table.model().rowCount() > 0
     dialog = ExportDialog(window.state, window)
@@ -319,7 +305,7 @@ def test_cell_summaries_compare_and_release(window, qtbot, data_dir, tmp_path, d
     dialog.folder.setText(str(tmp_path / "cells"))
     dialog.pdf.setChecked(False)
     dialog.start()
-    qtbot.waitUntil(lambda: bool(dialog.written) or bool(dialogs), timeout=60_000)
+    qtbot.waitUntil(lambda: bool(dialog.written) or bool(dialogs), timeout=WORK)
     assert not dialogs, dialogs
     table = pd.read_csv(tmp_path / "cells" / "release.csv")
     assert list(table.columns)[:2] == ["cell", "label"] and len(table) == len(window.state.release.cells)

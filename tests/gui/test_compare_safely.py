@@ -10,6 +10,7 @@ import dpdesk
 from dpdesk.data.domain import DomainDeclaration
 from dpdesk.gui.compare_page import LOG_BAND_FLOOR_RATIO, STANDIN_BANNER, TRUE_DATA_BANNER, log_band, mean_interval
 from tests.gui.test_app import tick
+from tests.gui.conftest import WORK, click
 
 
 @pytest.fixture
@@ -24,9 +25,9 @@ def run(window, qtbot, dialogs):
     page.epsilons.setText("0.1, 1")
     page.repeats.setValue(2)
     qtbot.mouseClick(page.run_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: len(window.state.comparison_runs) > before or bool(dialogs), timeout=120_000)
+    qtbot.waitUntil(lambda: len(window.state.comparison_runs) > before or bool(dialogs), timeout=WORK)
     assert not dialogs, dialogs
-    qtbot.waitUntil(lambda: not page.task.running, timeout=10_000)
+    qtbot.waitUntil(lambda: not page.task.running, timeout=WORK)
 
 
 def test_the_default_is_a_stand_in(window, qtbot, dialogs, monkeypatch):
@@ -45,13 +46,13 @@ def test_choosing_the_true_data_asks_once_per_dataset(window, qtbot, data_dir, m
     questions = []
     answers = iter([False, True])
     monkeypatch.setattr(page, "confirm_true_data", lambda text: questions.append(text) or next(answers))
-    qtbot.mouseClick(page.on_true, Qt.LeftButton)  # "Keep the stand-in"
+    click(qtbot, page.on_true)  # "Keep the stand-in"
     assert len(questions) == 1 and page.on_synthetic.isChecked() and page.banner.text() == STANDIN_BANNER
     assert "reads the true data" in questions[0] and "public report will record" in questions[0]
-    qtbot.mouseClick(page.on_true, Qt.LeftButton)  # "Use the true data"
+    click(qtbot, page.on_true)  # "Use the true data"
     assert len(questions) == 2 and page.on_true.isChecked() and page.banner.text() == TRUE_DATA_BANNER
-    qtbot.mouseClick(page.on_synthetic, Qt.LeftButton)
-    qtbot.mouseClick(page.on_true, Qt.LeftButton)
+    click(qtbot, page.on_synthetic)
+    click(qtbot, page.on_true)
     assert len(questions) == 2 and page.on_true.isChecked()  # asked once for this dataset
     # another dataset starts from the stand-in again, and asks again
     other = dpdesk.load(data_dir / "mushroom.dat.gz")
@@ -59,14 +60,14 @@ def test_choosing_the_true_data_asks_once_per_dataset(window, qtbot, data_dir, m
                              DomainDeclaration("public-data"))
     assert page.on_synthetic.isChecked()
     monkeypatch.setattr(page, "confirm_true_data", lambda text: questions.append(text) or True)
-    qtbot.mouseClick(page.on_true, Qt.LeftButton)
+    click(qtbot, page.on_true)
     assert len(questions) == 3 and page.on_true.isChecked()
 
 
 def test_a_true_data_comparison_is_recorded_for_the_report(window, qtbot, dialogs, monkeypatch):
     page = window.compare_page
     monkeypatch.setattr(page, "confirm_true_data", lambda text: True)
-    qtbot.mouseClick(page.on_true, Qt.LeftButton)
+    click(qtbot, page.on_true)
     run(window, qtbot, dialogs)
     assert window.state.comparison_runs[-1]["on_true_data"] is True
     assert "on the true data" in window.release_page.observed.text()

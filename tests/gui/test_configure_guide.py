@@ -96,7 +96,10 @@ def test_clicking_a_row_shows_its_settings(window, qtbot):
 def test_the_recommendation_follows_epsilon_delta_and_the_typical_row(window, qtbot):
     page, state = window.configure_page, window.state
     page.epsilon.spin.setValue(0.1)
-    assert "DPSense-S" in title(page) and page.advice.mechanism == "dpsense-s"  # no bound declared
+    # nothing declared yet: no advice (it could only be one noisy average for every item), a question
+    assert page.advice is None and not page.recommendation.use_button.isEnabled()
+    assert "Declare what you know" in page.recommendation.reasons.text()
+    assert not any(row.badge.isVisible() for row in page.rows.values())
     page.bound.setValue(20)  # 169 items: the rule keeps a mechanism that needs no bound, and says so
     assert page.advice.mechanism == "dpsense-s" and any("Δ = 20 is not used" in r for r in page.advice.reasons)
     qtbot.mouseClick(page.epsilon.preset_buttons["Balanced"], Qt.LeftButton)
@@ -148,6 +151,7 @@ def test_the_recommendation_never_reads_the_data(window, monkeypatch, sample):
 
 def test_the_number_of_items_comes_from_the_declaration(window):
     page, state = window.configure_page, window.state
+    page.bound.setValue(20)
     state.set_publication("groceries", DomainDeclaration("range", size=500))
     assert "500 items" in page.recommendation.reasons.text()
     state.set_publication("groceries", DomainDeclaration("discovered", delta=1e-6, share=0.1))
@@ -177,6 +181,7 @@ def test_use_the_recommendation_ticks_it_and_sets_its_settings(window, qtbot):
     assert release.mechanism.currentData() == "lpa"
     assert release.chosen.currentText() == advice.chosen_how
     assert "declared facts only" in advice.chosen_how and "about 4 items per typical person" in advice.chosen_how
+    assert "kind" not in advice.chosen_how and "typical_row_length" not in advice.chosen_how
     # the steward's own Δ is a declaration again
     page.bound.setValue(6)
     assert not state.bound_proposed and not page.bound_note.isVisibleTo(page)

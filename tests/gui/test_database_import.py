@@ -9,6 +9,7 @@ import dpdesk
 from dpdesk.gui.state import AppState
 from dpdesk.gui.wizard import DatabaseDialog, ImportWizard
 from dpdesk.project import Project
+from tests.gui.conftest import WORK
 
 
 def _plays(data_dir, tmp_path):
@@ -26,7 +27,7 @@ def _plays(data_dir, tmp_path):
 def _to_format_page(qtbot, wizard):
     wizard.next()
     qtbot.waitUntil(lambda: wizard.currentPage() is wizard.format_page or wizard.file_page.problem.isVisible(),
-                    timeout=30_000)
+                    timeout=WORK)
 
 
 def test_a_query_goes_through_the_wizard_and_into_the_project(qtbot, data_dir, tmp_path, monkeypatch):
@@ -54,7 +55,7 @@ def test_a_query_goes_through_the_wizard_and_into_the_project(qtbot, data_dir, t
     assert enabled == {"pairs", "records", "cells"}  # a query's result is a table
     wizard.next()  # → mapping
     wizard.next()  # → summary: loads on a worker
-    qtbot.waitUntil(lambda: wizard.dataset is not None or wizard.summary_page.problem.isVisible(), timeout=60_000)
+    qtbot.waitUntil(lambda: wizard.dataset is not None or wizard.summary_page.problem.isVisible(), timeout=WORK)
     data = wizard.dataset
     assert data is not None, wizard.summary_page.problem.text()
     assert (data.n_rows, data.nnz) == (memory.n_rows, memory.nnz)

@@ -15,6 +15,7 @@ from dpdesk.data.domain import DomainDeclaration
 from dpdesk.gui.main_window import GUIDE_SEEN, MainWindow
 from dpdesk.paths import sample_path
 from tests.gui.test_app import tick
+from tests.gui.conftest import WORK
 
 
 def new_window(qtbot):
@@ -81,7 +82,7 @@ def test_the_guide_walks_through_the_five_pages_and_points_at_their_controls(win
     guide = window.start_guide()
     seen = []
     for k, step in enumerate(guidance.GUIDE):
-        qtbot.waitUntil(lambda: bool(guide.spotlight.outlines()), timeout=5000)
+        qtbot.waitUntil(lambda: bool(guide.spotlight.outlines()), timeout=WORK)
         assert guide.index == k
         assert window.current_page() == step.page == guidance.PAGES[k]
         assert guide.counter.text() == f"Step {k + 1} of 5"
@@ -174,7 +175,7 @@ def test_the_status_bar_says_the_next_step_for_each_page_and_state(window, qtbot
 def test_a_passing_message_gives_way_to_the_next_step(window, qtbot):
     window.statusBar().showMessage("Saved.", 100)
     assert window.statusBar().currentMessage() == "Saved."
-    qtbot.waitUntil(lambda: window.statusBar().currentMessage() == "", timeout=3000)
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage() == "", timeout=WORK)
     assert window.next_step_label.isVisible() and window.next_step_label.text().startswith("Next")
 
 

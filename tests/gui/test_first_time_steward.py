@@ -13,6 +13,7 @@ from dpdesk.gui.main_window import MainWindow
 from dpdesk.gui.release_page import ExportDialog
 from dpdesk.gui.wizard import ImportWizard
 from dpdesk.paths import sample_path
+from tests.gui.conftest import WORK
 
 
 def test_a_first_time_steward_publishes_the_sample(qtbot, dpdesk_home, tmp_path, monkeypatch, dialogs):
@@ -29,10 +30,10 @@ def test_a_first_time_steward_publishes_the_sample(qtbot, dpdesk_home, tmp_path,
         wizard.show()
         assert wizard.file_page.path.text() == str(sample_path())
         wizard.next()  # the first page looks at the file on a worker, then moves on → format
-        qtbot.waitUntil(lambda: wizard.currentPage() is wizard.format_page, timeout=30_000)
+        qtbot.waitUntil(lambda: wizard.currentPage() is wizard.format_page, timeout=WORK)
         wizard.next()  # → mapping
         wizard.next()  # → summary: loads in the background
-        qtbot.waitUntil(lambda: wizard.dataset is not None, timeout=30_000)
+        qtbot.waitUntil(lambda: wizard.dataset is not None, timeout=WORK)
         wizard.next()  # → who and what: a product list is public
         wizard.publication_page.choice.buttons["public-data"].setChecked(True)
         assert wizard.publication_page.isComplete()
@@ -66,9 +67,9 @@ def test_a_first_time_steward_publishes_the_sample(qtbot, dpdesk_home, tmp_path,
     compare.epsilons.setText("0.4, 0.69, 1.1")
     compare.repeats.setValue(3)
     qtbot.mouseClick(compare.run_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: state.comparison is not None or bool(dialogs), timeout=120_000)
+    qtbot.waitUntil(lambda: state.comparison is not None or bool(dialogs), timeout=WORK)
     assert not dialogs, dialogs
-    qtbot.waitUntil(lambda: not compare.task.running, timeout=10_000)
+    qtbot.waitUntil(lambda: not compare.task.running, timeout=WORK)
     assert recommended in set(state.comparison.results["mechanism"])
     assert state.comparison_runs and not any(run["on_true_data"] for run in state.comparison_runs)
 
@@ -81,7 +82,7 @@ def test_a_first_time_steward_publishes_the_sample(qtbot, dpdesk_home, tmp_path,
     confirmations = []
     release_page.confirm = lambda text: confirmations.append(text) or True
     qtbot.mouseClick(release_page.run_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: state.release is not None or bool(dialogs), timeout=60_000)
+    qtbot.waitUntil(lambda: state.release is not None or bool(dialogs), timeout=WORK)
     assert not dialogs, dialogs
     release = state.release
     assert len(confirmations) == 1 and release.mechanism == recommended and not release.exploration
@@ -93,9 +94,9 @@ def test_a_first_time_steward_publishes_the_sample(qtbot, dpdesk_home, tmp_path,
     out = tmp_path / "groceries-release"
     dialog.folder.setText(str(out))
     dialog.start()
-    qtbot.waitUntil(lambda: bool(dialog.written) or bool(dialogs), timeout=60_000)
+    qtbot.waitUntil(lambda: bool(dialog.written) or bool(dialogs), timeout=WORK)
     assert not dialogs, dialogs
-    qtbot.waitUntil(lambda: not dialog.task.running, timeout=10_000)
+    qtbot.waitUntil(lambda: not dialog.task.running, timeout=WORK)
 
     # publishable: whole numbers of at least 0, each with its margin of error
     table = pd.read_csv(out / "release.csv", dtype={"item": str})

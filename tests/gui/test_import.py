@@ -1,53 +1,25 @@
 """The import wizard never freezes (issue 18): the file is looked at and read on workers, with
 Cancel; Excel, SPSS, Stata and SAS files go through every page; damaged files are one clear line.
 
-The event loop is probed with a QTimer while work runs. As in test_app.py, the assertion is on
-the 95th percentile of its lateness and on the absence of a freeze; the strict "longest stall
-≤ 100 ms" is measured by benchmarks/bench_responsiveness.py (a timed assertion on a shared
-machine would fail on the machine's load alone).
+What these tests check does not depend on the machine's speed or load (issue 31): the work runs on a
+worker (Next returns while it runs), progress arrives as the worker's own signal, and Cancel is
+pressed while the worker is held at a known point (tests.gui.conftest.hold), so it always finds the
+work running. How long the event loop may stall while a file is read is measured by
+benchmarks/bench_responsiveness.py, not asserted here.
 """
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt
+
+from dpdesk.gui import wizard as wizard_module
 
 from dpdesk.gui.wizard import PREVIEW_COLUMNS, ImportWizard
 
 from ..data.survey_files import KINDS, LABELLED, expected_items, write
-
-
-class Probe:
-    """A 20 ms timer; the gaps between its ticks."""
-
-    def __init__(self):
-        self.gaps: list[float] = []
-        self.last = time.perf_counter()
-        self.timer = QTimer()
-        self.timer.setInterval(20)
-        self.timer.timeout.connect(self._tick)
-
-    def _tick(self):
-        now = time.perf_counter()
-        self.gaps.append(now - self.last)
-        self.last = now
-
-    def start(self):
-        self.last = time.perf_counter()
-        self.timer.start()
-
-    def stop(self):
-        self.timer.stop()
-
-    def check(self, what: str) -> None:
-        assert len(self.gaps) >= 5, f"the event loop hardly turned while {what} ({len(self.gaps)} ticks)"
-        lateness = np.array(self.gaps) - 0.020
-        typical, longest = np.percentile(lateness, 95), lateness.max()
-        assert typical < 0.100, f"the event loop was late by {typical * 1000:.0f} ms on 5% of its ticks ({what})"
-        assert longest < 0.500, f"the event loop was blocked for {longest * 1000:.0f} ms ({what})"
+from tests.gui.conftest import WORK
 
 
 def big_fimi(path, rows: int, seed: int = 5) -> None:
@@ -86,7 +58,7 @@ def wizard_for(qtbot):
 def to_format_page(qtbot, wizard) -> None:
     wizard.next()
     qtbot.waitUntil(lambda: wizard.currentPage() is wizard.format_page or wizard.file_page.problem.isVisible(),
-                    timeout=30_000)
+                    timeout=WORK)
     assert wizard.currentPage() is wizard.format_page, wizard.file_page.problem.text()
 
 
@@ -96,52 +68,49 @@ def choose(combo, text: str) -> None:
     combo.setCurrentIndex(index)
 
 
-def test_a_large_file_loads_with_the_event_loop_turning_and_cancel_stops_it(qtbot, wizard_for, tmp_path):
+def test_a_large_file_is_read_on_a_worker_and_cancel_stops_it(qtbot, wizard_for, tmp_path, hold):
     path = tmp_path / "large.dat"
     big_fimi(path, 1_500_000)
     wizard = wizard_for(path)
-    probe = Probe()
-    probe.start()
     wizard.next()
     assert wizard.currentPage() is wizard.file_page and wizard.file_page.looking  # on a worker, not in Next
-    qtbot.waitUntil(lambda: wizard.currentPage() is wizard.format_page, timeout=30_000)
+    qtbot.waitUntil(lambda: wizard.currentPage() is wizard.format_page, timeout=WORK)
     # the preview comes from the head: the 2,000-item first basket shows its first columns only
     assert wizard.format_page.table.columnCount() == PREVIEW_COLUMNS + 1
     assert wizard.format_page.table.rowCount() == 20
     wizard.next()
+    held = hold(wizard_module, "load", at_progress=True)  # the read waits at its first progress report
     wizard.next()  # → summary: reads the whole file on a worker
     page = wizard.summary_page
-    assert page.task.running
-    qtbot.waitUntil(lambda: page.progress.value() > 0, timeout=30_000)  # progress arrives while it reads
+    assert page.task.running  # Next returned while the worker reads
+    held.wait_reached()
     qtbot.mouseClick(page.cancel_button, Qt.LeftButton)
-    started = time.perf_counter()
-    qtbot.waitUntil(lambda: not page.task.running, timeout=10_000)
-    assert time.perf_counter() - started < 5.0
-    probe.stop()
+    held.release()  # the read goes on, sees the cancel at its next check and stops
+    qtbot.waitUntil(lambda: not page.task.running, timeout=WORK)
     assert wizard.dataset is None and not page.isComplete()
     assert "cancelled" in page.status.text()
-    probe.check("the large file was looked at and read")
-    # Back and Next again: this time it is read to the end, the event loop still turning
+    # Back and Next again: this time it is read to the end, its progress shown as it goes
     wizard.back()
-    probe = Probe()
-    probe.start()
+    shown = []
     wizard.next()
-    qtbot.waitUntil(lambda: wizard.dataset is not None or page.problem.isVisible(), timeout=120_000)
-    probe.stop()
+    page.task.progress.connect(lambda fraction, _message: shown.append(fraction))
+    qtbot.waitUntil(lambda: wizard.dataset is not None or page.problem.isVisible(), timeout=WORK)
     assert wizard.dataset is not None, page.problem.text()
     assert wizard.dataset.n_rows == 1_500_000
-    probe.check("the large file was read")
+    assert shown and page.progress.value() == page.progress.maximum()
 
 
-def test_cancel_while_the_file_is_looked_at(qtbot, wizard_for, tmp_path):
+def test_cancel_while_the_file_is_looked_at(qtbot, wizard_for, tmp_path, hold):
     path = write(tmp_path, "xlsx")
     wizard = wizard_for(path)
+    held = hold(wizard_module, "look")  # the look waits before it starts: Cancel always finds it running
     wizard.next()
     page = wizard.file_page
+    held.wait_reached()
     assert page.looking and not page.isComplete()  # Next is off while it looks
     qtbot.mouseClick(page.cancel_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: not page.looking, timeout=10_000)
-    qtbot.wait(50)
+    held.release()  # the look starts with the cancel already asked for, and stops at its first check
+    qtbot.waitUntil(lambda: not page.looking, timeout=WORK)
     assert wizard.currentPage() is page and "Stopped" in page.status.text()
     assert page.isComplete() and not page.cancel_button.isVisible()
     to_format_page(qtbot, wizard)  # Next again looks again, to the end
@@ -169,7 +138,7 @@ def test_each_format_through_the_wizard(qtbot, wizard_for, tmp_path, kind):
     choose(mapping.person, "person")
     choose(mapping.item, "item")
     wizard.next()
-    qtbot.waitUntil(lambda: wizard.dataset is not None or wizard.summary_page.problem.isVisible(), timeout=30_000)
+    qtbot.waitUntil(lambda: wizard.dataset is not None or wizard.summary_page.problem.isVisible(), timeout=WORK)
     assert wizard.dataset is not None, wizard.summary_page.problem.text()
     assert sorted(map(str, wizard.dataset.item_labels)) == expected_items(kind)
     settings = wizard.settings()
@@ -181,7 +150,7 @@ def test_each_format_through_the_wizard(qtbot, wizard_for, tmp_path, kind):
     choose(page.format, "Records — one row per person with attributes (e.g. census microdata)")
     wizard.next()
     wizard.next()
-    qtbot.waitUntil(lambda: wizard.dataset is not None or wizard.summary_page.problem.isVisible(), timeout=30_000)
+    qtbot.waitUntil(lambda: wizard.dataset is not None or wizard.summary_page.problem.isVisible(), timeout=WORK)
     labels = set(map(str, wizard.dataset.item_labels))
     assert "region=Zürich" in labels and "region=" in labels
     if kind in LABELLED:
@@ -197,7 +166,7 @@ def test_a_missing_item_names_its_row_in_the_wizard(qtbot, wizard_for, tmp_path)
     choose(wizard.mapping_page.person, "person")
     choose(wizard.mapping_page.item, "region")
     wizard.next()
-    qtbot.waitUntil(lambda: wizard.summary_page.problem.isVisible(), timeout=30_000)
+    qtbot.waitUntil(lambda: wizard.summary_page.problem.isVisible(), timeout=WORK)
     text = wizard.summary_page.problem.text()
     assert "survey.sav, row 4, column 'region': the item is missing" in text
 
@@ -209,7 +178,7 @@ def test_a_damaged_file_is_named_on_the_first_page(qtbot, wizard_for, tmp_path, 
     path.write_bytes(good[:64] + bytes(range(256)) * 8)
     wizard = wizard_for(path)
     wizard.next()
-    qtbot.waitUntil(lambda: wizard.file_page.problem.isVisible(), timeout=30_000)
+    qtbot.waitUntil(lambda: wizard.file_page.problem.isVisible(), timeout=WORK)
     text = wizard.file_page.problem.text()
     assert wizard.currentPage() is wizard.file_page
     assert text.startswith(f"damaged.{kind}: ") and "damaged" in text and "\n" not in text
@@ -239,13 +208,13 @@ def test_choosing_another_sheet_guesses_its_layout_again(qtbot, wizard_for, tmp_
     assert [page.table.horizontalHeaderItem(k).text() for k in range(2)] == ["customer", "product"]
     wizard.next()
     wizard.next()
-    qtbot.waitUntil(lambda: wizard.dataset is not None or wizard.summary_page.problem.isVisible(), timeout=30_000)
+    qtbot.waitUntil(lambda: wizard.dataset is not None or wizard.summary_page.problem.isVisible(), timeout=WORK)
     assert sorted(map(str, wizard.dataset.item_labels)) == ["café", "thé"]
     assert wizard.settings()["sheet"] == "Table"
 
 
 def test_a_file_over_the_engine_threshold_goes_to_duckdb_from_the_wizard_and_can_be_cancelled(
-        qtbot, wizard_for, tmp_path, monkeypatch):
+        qtbot, wizard_for, tmp_path, monkeypatch, hold):
     """``load(engine="auto")`` sends large files to DuckDB: through the wizard too, with progress and Cancel."""
     import dpdesk.engine as engine
 
@@ -261,44 +230,54 @@ def test_a_file_over_the_engine_threshold_goes_to_duckdb_from_the_wizard_and_can
     to_format_page(qtbot, wizard)
     assert wizard.format_page.format.currentData() == "pairs"
     wizard.next()
-    probe = Probe()
-    probe.start()
+    held = hold(wizard_module, "load", at_progress=True)  # held at its first progress report: DuckDB is at work
     wizard.next()
     page = wizard.summary_page
-    qtbot.wait(300)  # DuckDB is at work
+    held.wait_reached()
     qtbot.mouseClick(page.cancel_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: not page.task.running, timeout=10_000)
-    probe.stop()
+    held.release()
+    qtbot.waitUntil(lambda: not page.task.running, timeout=WORK)
     assert wizard.dataset is None and "cancelled" in page.status.text()
-    probe.check("DuckDB read the file")
     wizard.back()
     wizard.next()
-    qtbot.waitUntil(lambda: wizard.dataset is not None or page.problem.isVisible(), timeout=120_000)
+    qtbot.waitUntil(lambda: wizard.dataset is not None or page.problem.isVisible(), timeout=WORK)
     data = wizard.dataset
     assert data is not None, page.problem.text()
     assert getattr(data, "engine", None) is not None  # read by the engine, not into memory
     assert data.n_rows == np.unique(people).size and page.summary.isVisible()
 
 
-def test_a_plot_with_forty_thousand_rows_of_numbers_fills_its_table_at_once(qtbot):
-    """The "Numbers" table of a plot is lazy: 41,270 items (a kosarak-size release) do not freeze the window."""
+def test_a_plot_with_forty_thousand_rows_of_numbers_fills_its_table_at_once(qtbot, monkeypatch):
+    """The "Numbers" table of a plot is lazy: 41,270 items (a kosarak-size release) do not freeze the window.
+    What is asserted is what makes it fast, not a time: only the rows in view are ever formatted."""
+    from dpdesk.gui import widgets
     from dpdesk.gui.widgets import PlotPanel
 
+    formatted = set()
+    real = widgets._fmt
+
+    def counted(value):
+        if isinstance(value, str) and value.startswith("item "):
+            formatted.add(value)
+        return real(value)
+
+    monkeypatch.setattr(widgets, "_fmt", counted)
     panel = PlotPanel("true vs released")
     qtbot.addWidget(panel)
     panel.show()
     rows = [[f"item {j}", float(j), float(j) + 0.5] for j in range(41_270)]
-    started = time.perf_counter()
     panel.set_table(["item", "true count", "released count"], rows)
     qtbot.mouseClick(panel.table_button, Qt.LeftButton)  # shown: only the visible rows are drawn
-    qtbot.wait(10)
-    elapsed = time.perf_counter() - started
+    qtbot.waitExposed(panel.table)
+    qtbot.waitUntil(lambda: bool(formatted))  # the rows in view were drawn
     assert panel.table.isVisible() and panel.table.rowCount() == 41_270 and panel.table.columnCount() == 3
+    # the rows in view and the first hundred (which size the columns), not 41,270 (a widget per cell
+    # froze the window for seconds)
+    assert len(formatted) <= 200, len(formatted)
     assert panel.table.text(41_269, 0) == "item 41269" and panel.table.text(2, 2) == "2.5"
-    assert elapsed < 0.5, f"filling the table took {elapsed * 1000:.0f} ms (a widget per cell takes ~2 s)"
 
 
-def test_opening_a_project_reads_its_data_on_a_worker_with_cancel(qtbot, tmp_path, dpdesk_home):
+def test_opening_a_project_reads_its_data_on_a_worker_with_cancel(qtbot, tmp_path, dpdesk_home, hold):
     from dpdesk.gui.main_window import MainWindow
     from dpdesk.project import Project
 
@@ -308,17 +287,15 @@ def test_opening_a_project_reads_its_data_on_a_worker_with_cancel(qtbot, tmp_pat
     window = MainWindow()
     qtbot.addWidget(window)
     window.show()
-    probe = Probe()
-    probe.start()
+    held = hold(Project, "load_data", at_progress=True)  # the read waits at its first progress report
     window.open_project(str(project))
     assert window.state.dataset is None and window.project_task.running  # returned at once
+    held.wait_reached()
     window.project_task.cancel()
-    qtbot.waitUntil(lambda: not window.project_task.running, timeout=10_000)
-    qtbot.wait(50)
+    held.release()
+    qtbot.waitUntil(lambda: not window.project_task.running, timeout=WORK)
     assert window.state.dataset is None and "cancelled" in window.statusBar().currentMessage()
     window.open_project(str(project))
-    qtbot.waitUntil(lambda: window.state.dataset is not None, timeout=60_000)
-    probe.stop()
+    qtbot.waitUntil(lambda: window.state.dataset is not None, timeout=WORK)
     assert window.state.dataset.n_rows == 1_000_000 and window.state.project_path.name == "p.dpdesk"
-    probe.check("a project's data file was read")
     window.state.dirty = False

@@ -12,6 +12,7 @@ from PySide6.QtGui import QDesktopServices
 from dpdesk.gui.release_page import ExportDialog
 from dpdesk.workflow import CHOSEN_ON_STANDIN, CHOSEN_ON_TRUE_DATA, DEFAULT_CHOSEN
 from tests.gui.test_app import on_true_data as choose_true_data
+from tests.gui.conftest import WORK
 
 
 @pytest.fixture
@@ -29,9 +30,9 @@ def compare(window, qtbot, dialogs, *, on_true_data: bool):
     page.repeats.setValue(2)
     before = len(window.state.comparison_runs)
     page.run()
-    qtbot.waitUntil(lambda: len(window.state.comparison_runs) > before or bool(dialogs), timeout=120_000)
+    qtbot.waitUntil(lambda: len(window.state.comparison_runs) > before or bool(dialogs), timeout=WORK)
     assert not dialogs, dialogs
-    qtbot.waitUntil(lambda: not page.task.running, timeout=10_000)
+    qtbot.waitUntil(lambda: not page.task.running, timeout=WORK)
 
 
 def release(window, qtbot, dialogs, mechanism_id="gs-r"):
@@ -39,7 +40,7 @@ def release(window, qtbot, dialogs, mechanism_id="gs-r"):
     page.mechanism.setCurrentIndex(page.mechanism.findData(mechanism_id))
     page.confirm = lambda text: True
     page.run()
-    qtbot.waitUntil(lambda: window.state.release is not None or bool(dialogs), timeout=60_000)
+    qtbot.waitUntil(lambda: window.state.release is not None or bool(dialogs), timeout=WORK)
     assert not dialogs, dialogs
     return window.state.release
 
@@ -93,9 +94,9 @@ def test_export_done_lists_every_file_and_opens_the_folder_and_the_report(window
     dialog.show()
     assert not dialog.written_box.isVisible()
     dialog.start()
-    qtbot.waitUntil(lambda: bool(dialog.written) or bool(dialogs), timeout=60_000)
+    qtbot.waitUntil(lambda: bool(dialog.written) or bool(dialogs), timeout=WORK)
     assert not dialogs, dialogs
-    qtbot.waitUntil(lambda: not dialog.task.running, timeout=10_000)
+    qtbot.waitUntil(lambda: not dialog.task.running, timeout=WORK)
     assert dialog.written_box.isVisible() and len(dialog.written) == 7
     listed = dialog.files_list.text().splitlines()
     assert listed == [str(p) for p in dialog.written]  # every path in full, one a line
@@ -112,6 +113,6 @@ def test_export_done_lists_every_file_and_opens_the_folder_and_the_report(window
     other.html.setChecked(False)
     other.pdf.setChecked(False)
     other.start()
-    qtbot.waitUntil(lambda: bool(other.written) or bool(dialogs), timeout=60_000)
-    qtbot.waitUntil(lambda: not other.task.running, timeout=10_000)
+    qtbot.waitUntil(lambda: bool(other.written) or bool(dialogs), timeout=WORK)
+    qtbot.waitUntil(lambda: not other.task.running, timeout=WORK)
     assert not other.open_report_button.isEnabled() and other.open_folder_button.isEnabled()

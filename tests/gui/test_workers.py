@@ -3,6 +3,7 @@
 import subprocess
 import sys
 import textwrap
+from tests.gui.conftest import WORK_SECONDS
 
 
 def test_a_running_task_that_nobody_holds_survives_the_garbage_collector():
@@ -36,7 +37,7 @@ def test_a_running_task_that_nobody_holds_survives_the_garbage_collector():
         assert outcome == [42], outcome
         print("ok")
     """)
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=WORK_SECONDS)
     assert run.returncode == 0 and run.stdout.strip() == "ok", (run.returncode, run.stderr[-2000:])
 
 
@@ -52,5 +53,5 @@ def test_the_app_collects_garbage_in_the_gui_thread_only():
         assert app._dpdesk_garbage_collector.timer.isActive()
         print("ok")
     """)
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=WORK_SECONDS)
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]

@@ -171,10 +171,10 @@ def method_settings(method: str, params: dict, name: str) -> dict:
     have = {k for k in SETTINGS_USED[method] if params.get(k) is not None}
     if method in ("filter", "filter2") and ("threshold" in have) == ("target_size" in have):
         raise ParameterError(f"{name} needs either a filter threshold θ (threshold=…) or a target size "
-                             "(target_size=…), not both.")
+                             "(target_size=…)" + (", not both." if "threshold" in have else "."))
     if method in ("threshold", "filter-threshold") and ("tau" in have) == ("target_size" in have):
         raise ParameterError(f"{name} needs either a sampling threshold τ (tau=…) or a target size "
-                             "(target_size=…), not both.")
+                             "(target_size=…)" + (", not both." if "tau" in have else "."))
     if method in ("priority", "filter-priority") and "size" not in have:
         raise ParameterError(f"{name} needs a sample size s (size=…).")
     if method in ("filter-threshold", "filter-priority") and "threshold" not in have:
