@@ -210,9 +210,15 @@ class Release:
     data: object = field(default=None, repr=False, compare=False)
     #: set by the mechanism: the 95% half-width of the noise on each value it returns (one
     #: number, or one per value or cell), from public inputs only (ε, declared settings, scales
-    #: and sizes the release publishes anyway); :mod:`dpdesk.mechanisms.publish` turns it into
-    #: the published ``margin95`` column
+    #: and sizes the release publishes anyway): the noise's part of ``error_margin``
     noise_margin: object = field(default=None, repr=False, compare=False)
+    #: set by the mechanism: the 95% half-width of each value's TOTAL error against the item's true
+    #: count (noise and the mechanism's bias), from private values and declared facts only
+    #: (dpdesk.mechanisms.margins); :mod:`dpdesk.mechanisms.publish` turns it into ``margin95``
+    error_margin: object = field(default=None, repr=False, compare=False)
+    #: set by the mechanism instead of ``error_margin`` when no private value bounds its bias: why
+    #: (a clause the report's first page quotes after "No margin of error is published: ")
+    margin_withheld: str = field(default="", repr=False, compare=False)
     #: the published margins of error, one per published value (set by ``publish``)
     margin95: np.ndarray | None = None
     #: after ``publish`` with whole numbers: the mechanism's own (unbiased) values, their cells
@@ -253,7 +259,8 @@ class Release:
         if self.margin95 is not None:
             record["margin95"] = np.asarray(self.margin95).tolist()
         if self.unrounded is not None:
-            unrounded = {"margin95": np.asarray(self.unrounded["margin95"]).tolist()}
+            margins = self.unrounded["margin95"]
+            unrounded = {"margin95": None if margins is None else np.asarray(margins).tolist()}
             if self.unrounded.get("values") is not None:
                 unrounded["values"] = np.asarray(self.unrounded["values"]).tolist()
             if self.unrounded.get("cells") is not None:
@@ -280,7 +287,8 @@ class Release:
             release.margin95 = _numbers(record["margin95"])
         if "unrounded" in record:
             unrounded = record["unrounded"]
-            release.unrounded = {"margin95": _numbers(unrounded["margin95"]),
+            margins = unrounded["margin95"]
+            release.unrounded = {"margin95": None if margins is None else _numbers(margins),
                                  "values": _numbers(unrounded["values"]) if "values" in unrounded else None,
                                  "cells": _cells_from_record(unrounded["cells"]) if "cells" in unrounded else None}
         return release
@@ -426,10 +434,6 @@ class Mechanism:
         return ()
 
     # -- publication (dpdesk.mechanisms.publish) ---------------------------------------
-    #: whether what each value estimates without noise is a whole number (a count, not an
-    #: average): then rounding the value to a whole number adds nothing to its margin of error
-    estimates_whole_numbers: bool = True
-
     def whole_values(self, values: np.ndarray) -> np.ndarray:
         """The values as published whole numbers ≥ 0: rounded half up, negatives set to 0.
 
@@ -446,12 +450,22 @@ class Mechanism:
         """Sentences on how the published figures hang together (e.g. a group's shared value)."""
         return ()
 
-    def margin_notes(self, params: dict) -> tuple[str, ...]:
-        """What the margins of error leave out: the part of the error that depends on the data."""
+    def margin_covers(self, params: dict) -> str:
+        """What each margin covers, completing "The margin covers …" (the report's first page quotes it)."""
+        parts = ["the noise"]
         if params.get("bound") is not None:
-            return ("People with more than Δ items kept a random Δ of them before counting, which lowers some "
-                    "counts by an amount that depends on the data.",)
-        return ()
+            if params.get("bound_holds"):
+                parts.append("nothing for the cut to Δ items per person, as the data steward declared that no one "
+                             "holds more than Δ items")
+            else:
+                parts.append("the counts lost when people with more than Δ items kept a random Δ of them "
+                             "(estimated privately)")
+        return " and ".join(parts) if len(parts) < 3 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+    def margin_pull(self, params: dict, estimates: dict) -> str:
+        """For shared averages: a sentence on how far large counts are pulled towards their group's average
+        (from the release's own private estimates), or ""."""
+        return ""
 
 
 def counts_error(scale: float, count: int, *, clamped: bool = False, discrete: bool = True) -> dict:

@@ -33,6 +33,7 @@ from ..privacy.budget import BudgetSplit
 from ..privacy.noise import MAX_SCALE, add_discrete_laplace, discrete_laplace
 from . import register
 from .base import BOUND, EVERY_COUNT, NO_BOUND, Mechanism, Param, counts_error
+from .margins import BOUND_HOLDS, MARGIN_SHARE_PARAM, count_margins, margin_budget
 from .publish import discrete_laplace_margin, round_up
 
 CLAMP = Param("clamp", "bool", False, label="Set negative counts to 0",
@@ -41,6 +42,9 @@ CLAMP = Param("clamp", "bool", False, label="Set negative counts to 0",
               reference="post-processing (Dwork & Roth Prop. 2.1)")
 
 BASELINES = "Baselines (Dwork et al. 2006; DPSense §3)"
+#: why ALPA publishes no margin of error (dpdesk.mechanisms.publish)
+NO_MARGIN = ("every item gets the same average, and nothing the release computes privately tells how far an item's "
+             "own count is from it")
 
 
 def check_noise_scale(scale: float, what: str) -> None:
@@ -71,13 +75,20 @@ class LPA(Mechanism):
               help="geometric: whole-number noise (exact discrete Laplace); laplace: Laplace noise on a "
                    "fine power-of-two grid. Both are ε-DP with the same scale Δ/ε.", reference="GS Theorem 1"),
         CLAMP,
+        MARGIN_SHARE_PARAM,
+        BOUND_HOLDS,
     )
 
     def check(self, data, epsilon, params):
         """From Δ and ε only (the laplace variant's grid keeps its scale near 2²⁰ grid steps)."""
         if params["noise"] == "geometric":
-            check_noise_scale(params["bound"] / epsilon, f"Δ = {params['bound']}")
+            check_noise_scale(params["bound"] / self.counts_epsilon(epsilon, params), f"Δ = {params['bound']}")
         return params
+
+    @staticmethod
+    def counts_epsilon(epsilon: float, params: dict) -> float:
+        """The ε of the noisy counts: ε less the margins' loss estimate (when there is one)."""
+        return epsilon - sum(margin_budget(epsilon, params, ("loss",)).values())
 
     def prepare_key(self, epsilon, params):
         return (params["bound"],)
@@ -86,9 +97,13 @@ class LPA(Mechanism):
         return prepare_bound(data, params["bound"])
 
     def run(self, data, prepared, epsilon, params, source):
+        """Noisy counts with ε_c = ε − ε_L, then (unless Δ is declared to hold or no share is spent) the loss
+        estimate with ε_L for the margins (dpdesk.mechanisms.margins)."""
         bound = params["bound"]
         counts = bounded_counts(data, prepared, source)
-        scale = bound / epsilon
+        margin_epsilon = margin_budget(epsilon, params, ("loss",))
+        counts_epsilon = epsilon - sum(margin_epsilon.values())
+        scale = bound / counts_epsilon
         if params["noise"] == "geometric":
             values = add_discrete_laplace(counts, scale, source).astype(np.float64)
             margin = discrete_laplace_margin(scale)
@@ -99,12 +114,16 @@ class LPA(Mechanism):
             margin = discrete_laplace_margin(scale / gamma) * gamma
         if params["clamp"]:
             values = np.maximum(values, 0.0)
-        budget = BudgetSplit.single(epsilon, "noisy counts", f"noise of scale Δ/ε = {scale:.6g} on every count")
-        return self.new_release(data, epsilon, params, budget, source, values=values,
-                                internal={"rows_truncated": prepared.rows_cut}, noise_margin=margin)
+        budget = BudgetSplit(epsilon).add("noisy counts", counts_epsilon,
+                                          f"noise of scale Δ/ε_c = {scale:.6g} on every count, where ε_c = "
+                                          f"{counts_epsilon:.6g} is this step's ε")
+        margins = count_margins(data, prepared, values, margin, epsilon, params, budget, source)
+        return margins.attach(self.new_release(data, epsilon, params, budget, source, values=values,
+                                               internal={"rows_truncated": prepared.rows_cut}, noise_margin=margin,
+                                               **margins.fields()))
 
     def expected_error(self, epsilon, params, facts):
-        return counts_error(params["bound"] / epsilon, facts.get("number of items (d)", 0),
+        return counts_error(params["bound"] / self.counts_epsilon(epsilon, params), facts.get("number of items (d)", 0),
                             clamped=params["clamp"], discrete=params["noise"] == "geometric")
 
 
@@ -159,9 +178,8 @@ class ALPA(Mechanism):
                                     f"noise of scale {total_sensitivity / epsilon:.6g} on the total, divided by d")
         return self.new_release(data, epsilon, params, budget, source, values=np.full(d, average),
                                 internal={"rows_truncated": rows_cut},
-                                noise_margin=discrete_laplace_margin(total_sensitivity / epsilon, d))
-
-    estimates_whole_numbers = False  # the average of the counts
+                                noise_margin=discrete_laplace_margin(total_sensitivity / epsilon, d),
+                                margin_withheld=NO_MARGIN)
 
     #: what the columns of the release files hold (dpdesk.report.export.column_meanings): not item counts
     column_meanings = {
@@ -173,9 +191,6 @@ class ALPA(Mechanism):
         return ("Every item has the same published value: one noisy average of all the items' counts, not each "
                 "item's own count" + (", rounded once." if whole else "."),)
 
-    def margin_notes(self, params):
-        return ("Each item's count differs from the average by an amount that depends on the data: the margin is "
-                "that of the noisy average.", *super().margin_notes(params))
 
     def expected_error(self, epsilon, params, facts):
         d = facts.get("number of items (d)", 1) or 1
