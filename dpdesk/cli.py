@@ -288,6 +288,8 @@ def cmd_release(args) -> int:
 
         def read():
             return _load(args)
+    if args.dry_run:
+        return _dry_run(args, mechanism, epsilon, params, items, dataset)
     reports = [r.strip() for r in (args.report or "").split(",") if r.strip()]
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     written = release_to_files(read, mechanism, epsilon, params, Path(args.out), dataset=dataset, items=items,
@@ -301,6 +303,41 @@ def cmd_release(args) -> int:
     else:
         _print_summary(summary, spent=True)
     _warn_if_nothing_matched(written.release)
+    return 0
+
+
+def _dry_run(args, mechanism_id, epsilon, params, items, dataset) -> int:
+    """``release --dry-run``: every check on declared inputs, then the margins previewed on a stand-in; nothing is
+    read from the data (only its labels, when stated public), nothing drawn, spent or written."""
+    from . import mechanisms as registry
+    from .data.domain import HOW_DISCOVERED
+    from .evaluation.preview import margin_preview
+    from .evaluation.recommend import declared_size
+    from .workflow import check_request
+
+    if dataset is None:
+        raise ParameterError("Name the dataset with --dataset (the budget ledger adds up releases per dataset).")
+    declared = check_request(mechanism_id, epsilon, params, dataset=dataset, items=items)
+    mechanism = registry.get(mechanism_id)
+    values = mechanism.validate(None, declared.epsilon, params)
+    if declared.domain is not None and mechanism.data_kind == "incidence":
+        size = declared.domain.size
+    elif items is not None and items.kind == HOW_DISCOVERED:
+        raise ParameterError("With a list discovered privately the number of items is known only after the release, "
+                             "so the margins cannot be previewed; declare the items (a label file or range:D) to "
+                             "see them.")
+    else:
+        size = declared_size(items, args.file, mechanism.data_kind, args.format, _import_options(args))
+    preview = margin_preview(mechanism.data_kind, mechanism_id, declared.epsilon, values, size,
+                             typical_row_length=args.typical_row_length, people=args.people)
+    if args.json:
+        print(json.dumps({"dry_run": True, "spent": {"epsilon": 0.0, "delta": 0.0}, "mechanism": mechanism_id,
+                          "dataset": declared.dataset, "epsilon": declared.epsilon,
+                          "margin_preview": preview.to_json()}, ensure_ascii=False))
+    else:
+        print(f"Dry run: {mechanism_id} at ε = {declared.epsilon:g} for {declared.dataset} passes every check on the "
+              "declared inputs; nothing was read, drawn, spent or written.")
+        print(preview.text)
     return 0
 
 
@@ -407,9 +444,15 @@ def cmd_recommend(args) -> int:
                                          cells=cells)
     advice = recommend_for_file(args.file, args.epsilon, items=declaration, bound=args.bound,
                                 typical_row_length=args.typical_row_length, format=args.format,
-                                import_options=_import_options(args))
+                                import_options=_import_options(args), goal=args.goal, margins=not args.no_margins)
+    from .evaluation.preview import margin_preview
+
+    kind = "cells" if advice.situation == "cells" else "incidence"
+    size = advice.declared.get("cells" if kind == "cells" else "items")
+    preview = margin_preview(kind, advice.mechanism, args.epsilon, advice.params, int(size),
+                             typical_row_length=args.typical_row_length, people=args.people)
     if args.json:
-        print(json.dumps(advice.to_json(), ensure_ascii=False))
+        print(json.dumps({**advice.to_json(), "margin_preview": preview.to_json()}, ensure_ascii=False))
         return 0
     shown = " ".join(f"{k}={v}" for k, v in advice.params.items())
     print(f"Recommended: {advice.mechanism}" + (f"  ({shown})" if shown else ""))
@@ -421,6 +464,7 @@ def cmd_recommend(args) -> int:
         for other in advice.alternatives:
             settings = " ".join(f"{k}={v}" for k, v in other.params.items())
             print(f"  - {other.mechanism}" + (f" ({settings})" if settings else "") + f": {other.why}")
+    print(f"Margins of error: {preview.text}")
     options = "".join(f" --bound {v}" if k == "bound" else f" --param {k}={v}" for k, v in advice.params.items())
     print(f"To release it: dpdesk release {args.file} --mechanism {advice.mechanism} --epsilon {args.epsilon:g}"
           f"{options} {'--domains' if cells else '--items'} … --out DIR")
@@ -630,6 +674,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="publish the mechanism's raw values (unbiased; may be fractional or negative) instead of "
                         "whole numbers ≥ 0")
     p.add_argument("--json", action="store_true", help="print what was done as one JSON object (for scripts)")
+    p.add_argument("--dry-run", dest="dry_run", action="store_true",
+                   help="check the request and preview each value's margin of error on a stand-in; nothing is read, "
+                        "spent or written")
+    p.add_argument("--typical-row-length", dest="typical_row_length", type=float, metavar="L",
+                   help="--dry-run: about how many items a typical person holds (your statement; shapes the stand-in)")
+    p.add_argument("--people", type=int, help="--dry-run and recommend: about how many people the data holds (your "
+                                              "statement; shapes the stand-in of the margin preview)")
     p.add_argument("--dataset", help="which people the data is about: the budget ledger adds up every release "
                                      "under this name (default: the file's name without extension)")
     p.add_argument("--override-dataset-check", action="store_true",
@@ -697,6 +748,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="your own statement of about how many items a typical person holds (optional; not read "
                         "from the data)")
     p.add_argument("--json", action="store_true", help="print one JSON object (mechanism, params, reasons, …)")
+    p.add_argument("--goal", default="all",
+                   help="what matters most: all (every count equally, the default), largest or largest:K (the K "
+                        "largest counts; K = 100 by default), or target:N,R (counts of at least N within ±R%%)")
+    p.add_argument("--no-margins", dest="no_margins", action="store_true",
+                   help="also consider mechanisms that publish no margin of error (ALPA, FPA, GS-R, filtered or "
+                        "sampled cell summaries)")
+    p.add_argument("--people", type=int, help="about how many people the data holds (your statement; shapes the "
+                                              "stand-in of the margin preview)")
     domain = p.add_argument_group("declared domain (its size is what the recommendation needs)")
     domain.add_argument("--items", help="the items: a label FILE (one per line, or a .csv with a header), range:D "
                                         "(ids 0..D-1), or from-data (with --items-are-public)")

@@ -69,7 +69,9 @@ def summarize(results: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
 
 def run_comparison(data, entries: list[Entry], epsilons: list[float], repeats: int, *, seed: int | None = None,
                    progress: ProgressFn | None = None, cancel: CancelToken | None = None,
-                   on_result=None, raw: bool = False, **metric_options) -> Comparison:
+                   on_result=None, raw: bool = False, metrics=None, **metric_options) -> Comparison:
+    """``metrics``: a function (data, release) → dict of figures measured on each run instead of
+    :func:`.metrics.evaluate` (the rule's learning measures every goal's loss with it)."""
     progress = progress or no_progress
     if not entries:
         raise ParameterError("Choose at least one mechanism to compare.")
@@ -107,9 +109,9 @@ def run_comparison(data, entries: list[Entry], epsilons: list[float], repeats: i
                 release = publish(mechanism.run(data, prepared, epsilon, params, source), raw=raw,
                                   mechanism=mechanism)
                 seconds = time.perf_counter() - started
-                metrics = evaluate(data, release, **metric_options)
+                measured = metrics(data, release) if metrics is not None else evaluate(data, release, **metric_options)
                 row = {"label": entry.label, "mechanism": entry.mechanism, "epsilon": epsilon, "repeat": r,
-                       **metrics, "seconds": seconds}
+                       **measured, "seconds": seconds}
                 rows.append(row)
                 if r == 0:
                     examples[(entry.label, epsilon)] = release

@@ -450,6 +450,11 @@ class Mechanism:
         """Sentences on how the published figures hang together (e.g. a group's shared value)."""
         return ()
 
+    #: whether the mechanism publishes margins of error that cover its total error (dpdesk.mechanisms.margins;
+    #: it may still withhold them in a release, saying why). False for mechanisms that never can — and the
+    #: default, so that a new mechanism is not recommended to a steward who asks for margins before it states them
+    margins_published: bool = False
+
     def margin_covers(self, params: dict) -> str:
         """What each margin covers, completing "The margin covers …" (the report's first page quotes it)."""
         parts = ["the noise"]

@@ -69,6 +69,7 @@ class LPA(Mechanism):
     reference = "GS §2.1, Theorem 1"
     summary = "Truncates each person to Δ items and adds noise of scale Δ/ε to every count."
     order = 10
+    margins_published = True  # dpdesk.mechanisms.margins
     params = (
         BOUND,
         Param("noise", "choice", "geometric", label="Noise", choices=("geometric", "laplace"),

@@ -105,6 +105,7 @@ class DIFF(Mechanism):
     reference = "§6, Eq. 7–10"
     summary = "Gives each item its own noise scale, proportional to a public weight you supply."
     order = 60
+    margins_published = True  # dpdesk.mechanisms.margins
     params = (
         Param("index", "file", None, label="Query index",
               help="'uniform' (the same scale for every item) or a CSV file of item,weight lines: a larger "

@@ -606,6 +606,8 @@ class Prepared:
 class _SensitivityControl(Mechanism):
     """What DPSense and DPSense-S share: budget split, layout, release."""
 
+    margins_published = True  # dpdesk.mechanisms.margins
+
     family = FAMILY
     purpose = NO_BOUND
     paper = PAPER

@@ -698,6 +698,8 @@ class GSR(_Grouping):
 class _SampledGrouping(_Grouping):
     """GS-S and GS: the grouping comes from a noisy sample t_s that spends ε/2."""
 
+    margins_published = True  # dpdesk.mechanisms.margins
+
     sampling = "column"
 
     def noisy_sample(self, data, prepared, epsilon, params, source):
@@ -743,7 +745,7 @@ class _SampledGrouping(_Grouping):
             bound = self.effective_bound(params["bound"], data.n_items)
             weights = spread_weights(values, order, bounds, sample, sample_scale)
             estimate = estimate_spread(counts, order, bounds, bound, weights, shares["spread"], source)
-            budget.add(SPREAD_STEP, shares["spread"], spread_step_text(estimate))
+            budget.add(SPREAD_STEP, shares["spread"], spread_step_text(estimate, bound, params["bound"]))
             spread_part = spread_margin(estimate)
             report["smoothing"] = estimate.to_report()
         margins = count_margins(data, prepared.bounded, values, noise, budget.total, params, budget, source,

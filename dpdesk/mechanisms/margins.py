@@ -139,17 +139,30 @@ LOSS_STEP = "estimate of what Δ cut off"
 SPREAD_STEP = "estimate of the smoothing error"
 
 
-def loss_step_text(level: int, estimate: "LossEstimate", what: str = "Δ") -> str:
-    """The budget table's description of the loss step."""
-    return (f"for each person with more than {what} = {level:,} items, a random min(ℓ − {what}, {FAR - 1}·{what}) "
-            f"of them counted per window of about {WINDOW_ITEMS} or more items, with noise of scale "
-            f"{estimate.scale:.6g}, and the people with more than {FAR}·{what} items with noise of scale "
-            f"{1 / (estimate.epsilon * FAR_SHARE):.6g}; used only for the margins of error")
+def _level_words(level: int, declared, what: str) -> tuple[str, str]:
+    """(symbol, note): Δ, or Δ′ with "Δ′ = min(Δ, d) = …" when the level used is below the declared Δ."""
+    if what != "Δ" or declared is None or int(declared) == int(level):
+        return what, ""
+    return "Δ′", f", and Δ′ = min(Δ, d) = {level:,}"
 
 
-def spread_step_text(estimate: "SpreadEstimate") -> str:
-    return (f"the total distance of the items from their group's average, per window of about {WINDOW_ITEMS} or "
-            f"more items, with noise of scale 2Δ'/ε_A = {estimate.scale:.6g}; used only for the margins of error")
+def loss_step_text(level: int, estimate: "LossEstimate", what: str = "Δ", declared=None) -> str:
+    """The budget table's description of the loss step, worded in its own ε (ε_l)."""
+    sym, note = _level_words(level, declared, what)
+    far_scale = 1 / (estimate.epsilon * FAR_SHARE)
+    return (f"for each person with more than {sym} items, a random min(ℓ − {sym}, {FAR - 1}{sym}) of them (ℓ their "
+            f"items), counted per window of at least {WINDOW_ITEMS} items; noise of scale "
+            f"{FAR - 1}{sym}/({1 - FAR_SHARE:g}·ε_l) = {estimate.scale:.6g} on each window's count and "
+            f"1/({FAR_SHARE:g}·ε_l) = {far_scale:.6g} on the number of people with more than {FAR}{sym} items, where "
+            f"ε_l = {estimate.epsilon:.6g} is this step's ε{note}; used only for the margins of error")
+
+
+def spread_step_text(estimate: "SpreadEstimate", level: int, declared=None) -> str:
+    """The budget table's description of the spread step, worded in its own ε (ε_a)."""
+    sym, note = _level_words(level, declared, "Δ")
+    return (f"the total distance of the items from their group's average, per window of at least {WINDOW_ITEMS} "
+            f"items; noise of scale 2{sym}/ε_a = {estimate.scale:.6g} on each window's total, where ε_a = "
+            f"{estimate.epsilon:.6g} is this step's ε{note}; used only for the margins of error")
 
 
 # --- windows ----------------------------------------------------------------------------------------
@@ -208,13 +221,15 @@ class LossEstimate:
     level: int
     scale: float  # b_L, the noise scale of each L̃_b
     epsilon: float
+    what: str = "Δ"  # the bound's name: Δ, or DPSense's θ*
 
     def to_report(self, values: np.ndarray) -> dict:
         """The public account of the step: its noisy figures, and the share of the counts it says were lost."""
         kept = float(np.maximum(np.asarray(values, dtype=np.float64), 0.0).sum())
         lost = float(np.maximum(self.lost, 0).sum())
         return {"lost_by_window": [int(x) for x in self.lost], "far_people": int(self.far), "level": int(self.level),
-                "noise_scale": self.scale, "lost_share": lost / (lost + kept) if lost + kept > 0 else 0.0}
+                "what": self.what, "noise_scale": self.scale,
+                "lost_share": lost / (lost + kept) if lost + kept > 0 else 0.0}
 
 
 def loss_scales(level: int, epsilon: float) -> tuple[float, float]:
@@ -251,7 +266,8 @@ def loss_withheld(values: np.ndarray, estimate: LossEstimate, what: str = "Δ") 
                 "that could be trusted; a larger ε, or data of more people, gives margins")
     lost = float(np.maximum(estimate.lost, 0).sum())
     far_noise = math.sqrt(discrete_laplace_variance(loss_scales(estimate.level, estimate.epsilon)[1]))
-    if estimate.far > 2 * far_noise and estimate.far * (FAR - 1) * estimate.level > FAR_TOLERANCE * max(lost, 1.0):
+    # evidence of far people (3 noise deviations) whose clipped loss is a large part of a loss told apart from noise
+    if estimate.far > 3 * far_noise and estimate.far * (FAR - 1) * estimate.level > FAR_TOLERANCE * max(lost, 2 * noise):
         return (f"some people hold more than {FAR} times {what} items (an estimate from this release), and what "
                 f"the cut to {what} removed from them cannot be bounded, so no value gets a margin of error; a "
                 f"larger {what} gives margins")
@@ -390,6 +406,7 @@ def truncation_margin(data, bounded, values: np.ndarray, order: np.ndarray, boun
     window, windows = weighted_windows(values, order, bounds, need, most=LOSS_WINDOWS)
     lost, far = bounded_loss(data, bounded, source)
     estimate = estimate_loss(lost, far, window, windows, level, epsilon, source)
+    estimate.what = what
     reason = loss_withheld(values, estimate, what)
     return (None if reason else loss_margin(values, estimate)), reason, estimate
 
@@ -432,7 +449,7 @@ def count_margins(data, bounded, values: np.ndarray, noise, epsilon: float, para
     if order is None:
         order, bounds = value_order(values)
     loss, reason, estimate = truncation_margin(data, bounded, values, order, bounds, share, source)
-    budget.add(LOSS_STEP, share, loss_step_text(estimate.level, estimate))
+    budget.add(LOSS_STEP, share, loss_step_text(estimate.level, estimate, declared=params.get("bound")))
     report = {"truncation": estimate.to_report(values)}
     if reason:
         return Margins(withheld=reason, report=report)

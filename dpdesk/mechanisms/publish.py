@@ -60,6 +60,8 @@ RAW_FORM = "raw values"
 COLUMN_MEANING = ("The margin of error of the value in the same row: the item's true count lies within ±margin95 "
                   "of the published value at least 95% of the time.")
 WITHHELD_MEANING = "Empty: this release publishes no margin of error (the report's first page says why)."
+NOISE_ONLY = ("the mechanism states only the margin of its noise, not of what it moves itself, and a margin of the noise "
+              "alone would not cover the whole error")
 
 
 def discrete_laplace_margin(scale, divisor=1.0) -> np.ndarray:
@@ -119,7 +121,9 @@ def publish(release: Release, *, raw: bool = False, mechanism=None) -> Release:
         raise ValueError("this release was already published")
     mechanism = mechanism or get(release.mechanism)
     if release.error_margin is None and not release.margin_withheld:
-        raise ValueError(f"the mechanism '{mechanism.id}' neither stated its margins nor why it withholds them")
+        if release.noise_margin is None:
+            raise ValueError(f"the mechanism '{mechanism.id}' neither stated its margins nor why it withholds them")
+        release.margin_withheld = NOISE_ONLY  # a margin of the noise alone would be false wherever it has a bias
     whole = not raw
     withheld = release.error_margin is None
     if release.values is not None:
@@ -194,7 +198,23 @@ def publication_report(mechanism, params: dict, *, whole: bool, withheld: str = 
     pull = mechanism.margin_pull(params, estimates) if estimates else ""
     if pull:
         out["margin_pull"] = pull
+    if estimates:
+        out["margin_estimates"] = estimates_text(estimates)
     return out
+
+
+def estimates_text(estimates: dict) -> str:
+    """One sentence on the estimates behind the margins (their noisy figures are in the release's metadata)."""
+    parts = []
+    truncation = estimates.get("truncation")
+    if truncation is not None:
+        what = "Δ" if "θ" not in str(truncation.get("what", "Δ")) else "θ*"
+        parts.append(f"the items cut off by the bound {what} (about {truncation.get('lost_share', 0.0):.0%} of what "
+                     "people hold, by this estimate)")
+    if estimates.get("smoothing") is not None:
+        parts.append("the items' distance from their group's average")
+    return ("The margins rest on this release's own estimates of " + " and of ".join(parts) + ", each made with its "
+            "own share of ε (listed in the budget table).") if parts else ""
 
 
 def publication_form(mechanism, whole: bool) -> str:

@@ -603,6 +603,8 @@ class SparseMechanism(Mechanism):
                 summary[PRE_PUBLICATION] = before
             report["summary"] = summary
 
+    margins_published = True  # geometric, sketch and a dyadic geometric transform; selections withhold them
+
     def no_margin(self, params) -> str:
         """Why no margin of error is published (selected cells), or "" (every cell has noise, none selected).
 
