@@ -457,20 +457,24 @@ class Mechanism:
 
     def margin_covers(self, params: dict) -> str:
         """What each margin covers, completing "The margin covers …" (the report's first page quotes it)."""
-        parts = ["the noise"]
-        if params.get("bound") is not None:
-            if params.get("bound_holds"):
-                parts.append("nothing for the cut to Δ items per person, as the data steward declared that no one "
-                             "holds more than Δ items")
-            else:
-                parts.append("the counts lost when people with more than Δ items kept a random Δ of them "
-                             "(estimated privately)")
-        return " and ".join(parts) if len(parts) < 3 else ", ".join(parts[:-1]) + " and " + parts[-1]
+        return "the noise" + cut_words(params, estimated=True)
 
     def margin_pull(self, params: dict, estimates: dict) -> str:
         """For shared averages: a sentence on how far large counts are pulled towards their group's average
         (from the release's own private estimates), or ""."""
         return ""
+
+
+def cut_words(params: dict, *, estimated: bool) -> str:
+    """", and the counts lost when people with more than Δ = 5 items kept 5 of them …" for the margins' wording."""
+    bound = params.get("bound")
+    if bound is None:
+        return ""
+    if params.get("bound_holds"):
+        return (f"; nothing for a cut to Δ = {bound:,} items per person, as the data steward declared that no one "
+                "holds more")
+    return (f" and the counts lost when people with more than Δ = {bound:,} items kept a random {bound:,} of them"
+            + (" (estimated privately)" if estimated else ""))
 
 
 def counts_error(scale: float, count: int, *, clamped: bool = False, discrete: bool = True) -> dict:

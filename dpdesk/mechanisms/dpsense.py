@@ -731,7 +731,7 @@ class _SensitivityControl(Mechanism):
 
     def margin_covers(self, params):
         text = ("the noise and the counts lost when the rows of people with more than θ* items were scaled down to θ* "
-                "(estimated privately)")
+                "items (estimated privately)")
         return text + (", and what the factor α* adds" if self.scales_counts else "")
 
     def form_text(self, params) -> str:

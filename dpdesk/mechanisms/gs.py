@@ -145,7 +145,7 @@ from ..privacy.budget import BudgetSplit
 from ..privacy.noise import add_discrete_laplace, discrete_laplace_variance
 from ..privacy.randomness import RandomSource
 from . import register
-from .base import BOUND, SHARED_NOISE, Diagnostic, Mechanism, Param
+from .base import BOUND, SHARED_NOISE, Diagnostic, Mechanism, Param, cut_words
 from .counts import CLAMP
 from .margins import (BOUND_HOLDS, MARGIN_SHARE_PARAM, NO_SHARE, SPREAD_STEP, Margins, count_margins, estimate_spread,
                       margin_budget, needs_loss, spread_margin, spread_step_text, spread_weights, unlocated)
@@ -634,14 +634,11 @@ class _Grouping(Mechanism):
                 "so the published figures of a group stay equal.",)
 
     def margin_covers(self, params):
-        parts = ["the noise on the group's average", "the item's distance from that average (estimated privately)"]
-        if params.get("bound_holds"):
-            parts.append("nothing for the cut to Δ items per person, as the data steward declared that no one holds "
-                         "more than Δ items")
-        else:
-            parts.append("the counts lost when people with more than Δ items kept a random Δ of them (estimated "
-                         "privately)")
-        return ", ".join(parts[:-1]) + " and " + parts[-1]
+        cut = cut_words(params, estimated=False)
+        if cut.startswith(" and"):
+            return ("the noise on the group's average, the item's distance from that average" + cut.replace(" and", ",", 1)
+                    .replace(", the counts", " and the counts", 1) + ", the last two estimated privately")
+        return "the noise on the group's average and the item's distance from that average (estimated privately)" + cut
 
     def margin_pull(self, params, estimates):
         """How far the largest values are pulled towards their group's average, from the spread estimate."""
@@ -650,14 +647,13 @@ class _Grouping(Mechanism):
         if not spread or not windows:
             return ""
         items, average = windows["items"], max(float(spread[0]), 0.0) / max(int(windows["items"]), 1)
-        text = (f"Large counts are pulled towards their group's average: among the {items:,} largest values, an "
-                f"item's true count is on average about {average:,.0f} away from its published value from this alone "
-                f"(the largest ones mostly higher, the smallest of a group lower), an estimate from this release's "
-                "own private figures.")
+        text = (f"Large counts are pulled towards their group's average: among the {items:,} largest values, the true "
+                f"counts are about {average:,.0f} away from the published ones on average for that reason alone (the "
+                "largest of a group above, the smallest below), by this release's own private estimate.")
         truncation = (estimates or {}).get("truncation") or {}
         if truncation.get("lost_share"):
-            text += (f" And the cut to Δ items per person lowered the counts by about {truncation['lost_share']:.0%} "
-                     "on the whole, also estimated privately.")
+            text += (f" The cut to Δ = {params['bound']:,} items per person also lowered the counts, by about "
+                     f"{truncation['lost_share']:.0%} on the whole.")
         return text
 
 
