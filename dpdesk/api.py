@@ -1,77 +1,49 @@
-"""The scripting API behind ``dpdesk.release`` (and the CLI and GUI, which call the same code)."""
+"""The scripting API behind ``dpdesk.release`` (the CLI and the GUI call the same workflow).
+
+A secure release from a script is a release like any other: it is checked against the
+dataset's budget cap before any noise is drawn, recorded in the budget ledger, and returned
+as published (whole numbers ≥ 0 unless ``raw=True``) — there is no route to a secure result
+that the ledger does not see.
+"""
 
 from __future__ import annotations
 
-import threading
-import weakref
-
-from . import mechanisms as registry
 from .data.domain import require_domain
 from .errors import ParameterError
-from .mechanisms.base import Mechanism, Release
-from .privacy.budget import check_epsilon
-from .privacy.randomness import resolve
-from .tasks import CancelToken, ProgressFn, no_progress
+from .mechanisms.base import Release
+from .mechanisms.running import content_fingerprint, prepare, run, validate
+from .tasks import CancelToken, ProgressFn
 
-# prepared state per dataset object (weakly held) and per (mechanism, public inputs)
-_PREPARED: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
-_MAX_PER_DATASET = 24
-
-
-def prepare(data, mechanism: Mechanism, epsilon: float, params: dict, *,
-            progress: ProgressFn | None = None, cancel: CancelToken | None = None):
-    """The mechanism's deterministic preparation, computed once and cached per dataset."""
-    key = (mechanism.id, mechanism.prepare_key(epsilon, params))
-    with _LOCK:
-        cache = _PREPARED.setdefault(data, {})
-        if key in cache:
-            return cache[key]
-    prepared = mechanism.prepare(data, epsilon, params, progress or no_progress, cancel)
-    with _LOCK:
-        cache = _PREPARED.setdefault(data, {})
-        if len(cache) >= _MAX_PER_DATASET:
-            cache.pop(next(iter(cache)))
-        cache[key] = prepared
-    return prepared
-
-
-def validate(data, mechanism_id: str, epsilon, params: dict) -> tuple[Mechanism, float, dict]:
-    mechanism = registry.get(mechanism_id)
-    eps = check_epsilon(epsilon)
-    values = mechanism.validate(data, eps, params)
-    return mechanism, eps, values
+__all__ = ["content_fingerprint", "prepare", "release", "validate"]
 
 
 def release(data, mechanism_id: str, *, epsilon, rng=None, progress: ProgressFn | None = None,
-            cancel: CancelToken | None = None, **params) -> Release:
+            cancel: CancelToken | None = None, dataset: str | None = None, raw: bool = False,
+            override_cap: bool = False, ledger=None, **params) -> Release:
     """Run one mechanism on ``data`` at privacy level ``epsilon``.
 
-    ``rng=None`` is release mode (the operating system's CSPRNG; the result can be
-    exported); an int seed or a ``numpy.random.Generator`` is exploration mode
-    (reproducible, marked, never exportable). Mechanism parameters are keyword
-    arguments, e.g. ``bound=20`` for the declared Δ. A release needs the data's item (or
-    cell) domain declared — ``dpdesk.declare(data, items=…)`` — because it publishes it;
-    exploration runs may use the data's own labels (they are never published).
+    ``rng=None`` is release mode: the operating system's CSPRNG, the dataset's budget cap
+    checked before any noise is drawn, the release recorded in the budget ledger (under
+    ``dataset``, the name of the population the data is about; default ``data.name``) and
+    returned as published — whole numbers ≥ 0, or the raw values with ``raw=True`` — ready
+    for :func:`dpdesk.workflow.export_release`. It needs the data's item (or cell) domain
+    declared (``dpdesk.declare(data, items=…)``), because it publishes it. An int seed or a
+    ``numpy.random.Generator`` is exploration mode: reproducible, marked, never recorded
+    and never exportable, and it may use the data's own labels. Mechanism parameters are
+    keyword arguments, e.g. ``bound=20`` for the declared Δ.
     """
-    mechanism, eps, values = validate(data, mechanism_id, epsilon, params)
-    if not mechanism.releasable and rng is None:
+    if rng is not None:
+        return run(data, mechanism_id, epsilon, params, rng=rng, progress=progress, cancel=cancel)
+    mechanism, _, _ = validate(data, mechanism_id, epsilon, params)  # the same refusals as a seeded run, first
+    if not mechanism.releasable:
         raise ParameterError(f"'{mechanism_id}' is a non-private comparison aid; it can only run in "
                              "exploration mode (with a seed), never as a release.")
-    source = resolve(rng)
-    if source.secure:
-        require_domain(data)  # a release publishes its domain: it must have been declared
-    prepared = prepare(data, mechanism, eps, values, progress=progress, cancel=cancel)
-    if cancel is not None:
-        cancel.check()
-    result = mechanism.run(data, prepared, eps, values, source)
-    if source.secure:
-        result.dataset_fingerprint = content_fingerprint(data)
-    return result
+    require_domain(data)
+    from .workflow import default_dataset_name, secure_release
 
-
-def content_fingerprint(data) -> str:
-    """The fingerprint of the data as read (before projection onto a declared domain)."""
-    while getattr(data, "origin", None) is not None:
-        data = data.origin
-    return data.fingerprint
+    if dataset is None:  # the name the command line gives the same file, so both add up to one budget
+        path = (getattr(data, "source", None) or {}).get("path")
+        dataset = default_dataset_name(path) if path else data.name
+    published, _ = secure_release(data, mechanism_id, epsilon, params, dataset=dataset, raw=raw,
+                                  override_cap=override_cap, ledger=ledger, progress=progress, cancel=cancel)
+    return published

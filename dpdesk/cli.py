@@ -296,7 +296,8 @@ def cmd_release(args) -> int:
                                force=args.force, formats=formats, reports=reports,
                                internal_report=args.internal_report, internal_dir=args.internal_out,
                                chosen_how=chosen_how, observed=observed, raw=args.raw,
-                               override_cap=args.override_cap, override_name=args.override_dataset_check)
+                               override_cap=args.override_cap, override_name=args.override_dataset_check,
+                               attributes=_import_options(args).get("attributes"))
     summary = _summary(written, spent=True)
     if args.json:
         print(json.dumps(summary, ensure_ascii=False))

@@ -69,6 +69,12 @@ class DataError(DpdeskError):
         super().__init__(text)
 
 
+class EmptyData(DataError):
+    """The file (or query) holds no one. Where data is only looked at, that is worth saying; a
+    release treats it as the dataset it is — no people — since refusing it would be a decision
+    on the data (``workflow.release_to_files``)."""
+
+
 class TooLargeError(DataError):
     """Reading a data file would take more memory than the budget allows (stopped in time)."""
 

@@ -27,6 +27,7 @@ recorded and how to write the files.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from glob import escape as glob_escape
 import os
@@ -37,16 +38,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import api, locks
+import numpy as np
+import scipy.sparse as sp
+
+from . import locks
 from . import mechanisms as registry
 from .data.domain import (DOMAINS_CHOICES_TEXT, HOW_DISCOVERED, HOW_LIST, HOW_PUBLIC_DATA, ITEMS_CHOICES_TEXT,
-                          CellDomain, DomainDeclaration, PublicView, cell_domain_of, declared_domain,
+                          CellDomain, DomainDeclaration, PublicView, cell_domain_of, declared_cell_domain,
+                          declared_domain,
                           discover_cell_domains, discover_items, project, public_data_domain, read_domains_file,
                           restrict_cells)
-from .errors import ChargedRefusal, DpdeskError, ExportError, ParameterError
+from .errors import ChargedRefusal, DpdeskError, EmptyData, ExportError, ParameterError
 from .mechanisms.publish import publish, unrounded_release
+from .data.dataset import source_digest
+from .mechanisms.running import content_fingerprint, origin_of, run
 from .privacy.budget import BudgetSplit, check_epsilon
-from .report.export import RAW_PREFIX, RELEASE_FORMATS, render_release, require_release, sha256_bytes
+from .report.export import (RAW_PREFIX, RELEASE_FORMATS, render_release, require_recorded, require_release,
+                            sha256_bytes)
 from .tasks import CancelToken, ProgressFn, no_progress
 
 DEFAULT_CHOSEN = "chosen before looking at results"
@@ -288,11 +296,12 @@ class Declared:
 
 
 def check_request(mechanism_id: str, epsilon, params: dict, *, dataset: str, items: DomainDeclaration | None,
-                  ledger=None, override_cap: bool = False, carried=None) -> Declared:
+                  ledger=None, override_cap: bool = False, carried=None, attributes=None) -> Declared:
     """Every check that needs only declared inputs: refuse here, before the data is read.
 
     ``carried`` is the domain the data already carries (declared through the API), when
-    ``items`` is None.
+    ``items`` is None; ``attributes`` the attribute columns the import will use (for cells
+    declared with a domains file: the mechanism is checked against their m before reading).
     """
     from .privacy.ledger import Ledger, check_dataset_name
 
@@ -326,6 +335,9 @@ def check_request(mechanism_id: str, epsilon, params: dict, *, dataset: str, ite
             mechanism.validate(PublicView("incidence", declared.domain), eps, params)
     elif items.kind == HOW_LIST:
         declared.cell_domains = read_domains_file(items.path)
+        cells = declared_cell_domain(items.path, attributes)
+        if cells is not None:
+            mechanism.validate(PublicView("cells", cells, dataset), eps, params)
     ledger = ledger if ledger is not None else Ledger.open()
     ledger.check(dataset, eps, override=override_cap)  # the cap: before reading, before any noise
     return declared
@@ -432,70 +444,81 @@ def secure_release(data, mechanism_id: str, epsilon, params: dict, *, dataset: s
     mechanism.validate(None, eps, params)
     output_names(formats, ())  # an unknown format is refused before any noise
     ledger = ledger if ledger is not None else Ledger.open()
-    fingerprint = api.content_fingerprint(data)
+    fingerprint = content_fingerprint(data)
+    source = source_digest(getattr(origin_of(data), "source", None))
     progress(0.05, "Checking the privacy budget")
-    ledger.check(dataset, eps, fingerprint=fingerprint, override=override_cap, override_name=override_name)
+    # from the check to the record, no other release of this dataset (or of this data) can be
+    # checked: it would not see this one's ε (Ledger.reserve)
+    with ledger.reserve(dataset, (fingerprint, source), cancel=cancel,
+                        waiting=lambda: progress(0.05, f"Waiting for another release of '{dataset}' to be recorded")):
+        ledger.check(dataset, eps, fingerprint=fingerprint, source=source, override=override_cap,
+                     override_name=override_name)
 
-    discovery = None
-    if items is not None and items.kind == HOW_DISCOVERED:
-        progress(0.08, "Discovering the items privately")
-        discovery = BudgetSplit(eps * items.share)
-        mechanism_eps = eps - discovery.total
-        if data.kind == "incidence":
-            bound = items.bound if items.bound is not None else int(params["bound"])
-            found = discover_items(data, discovery.total, items.delta, bound, SecureRandom())
-            released = project(data, found)
-            what = "discover the items (noisy threshold)"
+        discovery = None
+        if items is not None and items.kind == HOW_DISCOVERED:
+            progress(0.08, "Discovering the items privately")
+            discovery = BudgetSplit(eps * items.share)
+            mechanism_eps = eps - discovery.total
+            if data.kind == "incidence":
+                bound = items.bound if items.bound is not None else int(params["bound"])
+                found = discover_items(data, discovery.total, items.delta, bound, SecureRandom())
+                released = project(data, found)
+                what = "discover the items (noisy threshold)"
+            else:
+                found = discover_cell_domains(data, discovery.total, items.delta, SecureRandom())
+                released = restrict_cells(data, found)
+                what = "discover the attribute values (noisy threshold)"
+            discovery.add(what, discovery.total, found.statement(), delta=found.delta)
+            if found.size == 0:
+                _charge(ledger, dataset, (fingerprint, source), mechanism_id, params, discovery,
+                        "No item passed the discovery threshold, so there is nothing to release.")
+            try:
+                mechanism.validate(PublicView(released.kind, released.domain, dataset), mechanism_eps, params)
+            except ParameterError as error:
+                _charge(ledger, dataset, (fingerprint, source), mechanism_id, params, discovery,
+                        f"The discovered domain does not suit the mechanism: {error}")
         else:
-            found = discover_cell_domains(data, discovery.total, items.delta, SecureRandom())
-            released = restrict_cells(data, found)
-            what = "discover the attribute values (noisy threshold)"
-        discovery.add(what, discovery.total, found.statement(), delta=found.delta)
-        if found.size == 0:
-            _charge(ledger, dataset, fingerprint, mechanism_id, params, discovery,
-                    "No item passed the discovery threshold, so there is nothing to release.")
+            mechanism_eps = eps
+            released = apply_domain(data, items, domain)
+            if getattr(released.domain, "size", 1) == 0:  # a declared fact: the public labels are none
+                raise ParameterError(f"The declared {'items' if released.kind == 'incidence' else 'cells'} are "
+                                     "none (the file has no labels of its own), so there is nothing to release. "
+                                     "No noise was drawn.")
+        progress(0.1, "Running the mechanism with secure randomness")
         try:
-            mechanism.validate(PublicView(released.kind, released.domain, dataset), mechanism_eps, params)
-        except ParameterError as error:
-            _charge(ledger, dataset, fingerprint, mechanism_id, params, discovery,
-                    f"The discovered domain does not suit the mechanism: {error}")
-    else:
-        mechanism_eps = eps
-        released = apply_domain(data, items, domain)
-    progress(0.1, "Running the mechanism with secure randomness")
-    try:
-        release = api.release(released, mechanism_id, epsilon=mechanism_eps, rng=None, cancel=cancel, **params)
-    except ChargedRefusal as refusal:
-        budget = refusal.budget
+            release = run(released, mechanism_id, mechanism_eps, params, cancel=cancel)
+        except ChargedRefusal as refusal:
+            budget = refusal.budget
+            if discovery is not None:
+                budget = _combined(discovery, budget, eps)
+            _charge(ledger, dataset, (fingerprint, source), mechanism_id, params, budget, str(refusal))
         if discovery is not None:
-            budget = _combined(discovery, budget, eps)
-        _charge(ledger, dataset, fingerprint, mechanism_id, params, budget, str(refusal))
-    if discovery is not None:
-        _prepend(release, discovery, eps)
-    require_release(release)
-    release.data = released
-    domain = getattr(released, "domain", None)
-    release.internal.update(getattr(domain, "internal", None) or {})
-    if getattr(released, "dropped_records", 0):
-        release.internal["records dropped (a value outside the declared domains)"] = released.dropped_records
-    release.dataset_name = dataset
-    stated = (chosen_how or "").strip() or DEFAULT_CHOSEN
-    release.report["how_chosen"] = stated  # read by earlier dpdesk versions and scripts
-    release.report["choice"] = {"stated": stated, "observed": observed or NOT_COMPARED}
-    publish(release, raw=raw)
-    data_formats = [f for f in formats if f != "json"]
-    files = render_release(release, data_formats)
-    hashes = {name: sha256_bytes(content) for name, content in files.items()}
-    recorded = dict(hashes)
-    if release.unrounded is not None:  # the raw form's files too, so `export --entry N --raw` can be checked
-        raw_files = render_release(unrounded_release(release), data_formats)
-        recorded.update({RAW_PREFIX + name: sha256_bytes(content) for name, content in raw_files.items()})
-    progress(0.8, "Recording the release in the budget ledger")
-    entry = ledger.record(release, fingerprint, recorded, override=override_cap, override_name=override_name)
-    _refer_to_entry(release, ledger, entry, dataset)
-    if "json" in formats:
-        files.update(render_release(release, ["json"], data_hashes=hashes))
-    return release, files
+            _prepend(release, discovery, eps)
+        require_release(release)
+        release.data = released
+        domain = getattr(released, "domain", None)
+        release.internal.update(getattr(domain, "internal", None) or {})
+        if getattr(released, "dropped_records", 0):
+            release.internal["records dropped (a value outside the declared domains)"] = released.dropped_records
+        release.dataset_name = dataset
+        stated = (chosen_how or "").strip() or DEFAULT_CHOSEN
+        release.report["how_chosen"] = stated  # read by earlier dpdesk versions and scripts
+        release.report["choice"] = {"stated": stated, "observed": observed or NOT_COMPARED}
+        publish(release, raw=raw)
+        data_formats = [f for f in formats if f != "json"]
+        files = render_release(release, data_formats)
+        hashes = {name: sha256_bytes(content) for name, content in files.items()}
+        recorded = dict(hashes)
+        if release.unrounded is not None:  # the raw form's files too, so `export --entry N --raw` can be checked
+            raw_files = render_release(unrounded_release(release), data_formats)
+            recorded.update({RAW_PREFIX + name: sha256_bytes(content) for name, content in raw_files.items()})
+        progress(0.8, "Recording the release in the budget ledger")
+        entry = ledger.record(release, fingerprint, recorded, source=source, override=override_cap,
+                              override_name=override_name)
+        _refer_to_entry(release, ledger, entry, dataset)
+        if "json" in formats:
+            files.update(render_release(release, ["json"], data_hashes=hashes))
+        return release, files
 
 
 def apply_domain(data, items: DomainDeclaration | None, domain=None):
@@ -529,8 +552,9 @@ def _with_cell_domain(cells, domain):
     return declared
 
 
-def _charge(ledger, dataset, fingerprint, mechanism_id, params, budget, why: str):
-    entry = ledger.record_charged(dataset, fingerprint, mechanism_id, params, budget, why)
+def _charge(ledger, dataset, keys, mechanism_id, params, budget, why: str):
+    fingerprint, source = keys
+    entry = ledger.record_charged(dataset, fingerprint, mechanism_id, params, budget, why, source=source)
     spent = f"ε = {budget.spent:.4g}" + (f" and δ = {budget.delta:.3g}" if budget.delta else "")
     raise ChargedRefusal(f"{why} This used the data, so the {spent} it spent was recorded in the budget ledger "
                          f"(entry #{entry.id}). Nothing was published.", budget)
@@ -569,7 +593,7 @@ def export_release(release, data, out_dir, *, formats=("csv", "json"), reports=(
     progress = progress or no_progress
     formats, reports = list(formats), list(reports)
     names = output_names(formats, reports)
-    require_release(release)
+    require_recorded(release)
     entry = (release.report.get("ledger") or {}).get("entry")
     owned = target is None
     try:
@@ -659,7 +683,8 @@ def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *,
                      observed: str | None = None, raw: bool = False,
                      override_cap: bool = False, override_name: bool = False,
                      pdf_writer: Callable[[str], bytes] | None = None, ledger=None, comparison=None,
-                     progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> list[Path]:
+                     attributes=None, progress: ProgressFn | None = None,
+                     cancel: CancelToken | None = None) -> list[Path]:
     """Release with secure randomness, record it in the ledger and write the files (module notes).
 
     ``data`` may be the data itself, or a function that reads it — called only after every
@@ -677,7 +702,8 @@ def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *,
         dataset = loaded.name
     carried = loaded is not None and items is None and getattr(loaded, "domain", None) is not None
     declared = check_request(mechanism_id, epsilon, params, dataset=dataset, items=items, ledger=ledger,
-                             override_cap=override_cap, carried=loaded.domain if carried else None)
+                             override_cap=override_cap, carried=loaded.domain if carried else None,
+                             attributes=attributes)
     if "pdf" in reports and pdf_writer is None:
         from .report.pdf import html_to_pdf as pdf_writer  # fails now (a missing library), not after the noise
     if internal_report:  # the internal report cannot be written again later: its folder must work now
@@ -691,7 +717,10 @@ def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *,
     with prepare_export(out_dir, names, force=force) as target:
         if loaded is None:
             progress(0.02, "Reading the data")
-            loaded = data()  # as it is: the domain is applied after, so the fingerprint is of the whole file
+            try:
+                loaded = data()  # as it is: the domain is applied after, so the fingerprint is of the whole file
+            except EmptyData:
+                loaded = no_one(declared)
         release, files = secure_release(loaded, mechanism_id, epsilon, params, dataset=dataset, items=items,
                                         domain=None if items is None else declared.domain, chosen_how=chosen_how,
                                         observed=observed, raw=raw, override_cap=override_cap,
@@ -703,6 +732,31 @@ def release_to_files(data, mechanism_id: str, epsilon, params: dict, out_dir, *,
                                          progress=progress))
         written.release = release
         return written
+
+
+def no_one(declared: Declared):
+    """The dataset of no people, for a release whose file (or query) holds no one.
+
+    Refusing it would be a decision on the data — D = ∅ and D plus one person would differ
+    in whether anything is released — so it is released like any data: every declared item
+    (or cell) gets its noise. What cannot be released from it is refused by a declared fact
+    (the file's own labels, stated to be public, are none).
+    """
+    from .data.dataset import CellCounts, Dataset
+
+    name = declared.dataset
+    if declared.mechanism.data_kind == "incidence":
+        empty = Dataset(sp.csr_matrix((0, 0), dtype=np.uint8), np.array([], dtype=object), name=name)
+    elif declared.items is not None and declared.items.kind == HOW_LIST:
+        cells = declared_cell_domain(declared.items.path, None)
+        empty = CellCounts(np.zeros(0, np.int64), np.zeros(0, np.int64), cells.size,
+                           attributes=list(cells.attributes), domains=[list(v) for v in cells.values], name=name)
+    else:
+        raise ParameterError("The data holds no one, so it has no attribute values of its own to declare public. "
+                             "Declare the values with --domains FILE to release the table. No noise was drawn.")
+    # all empty data is alike: its fingerprint must not tie two populations' budgets together
+    empty.fingerprint = hashlib.sha256(f"no one in {name}".encode("utf-8")).hexdigest()
+    return empty
 
 
 def reexport(entry_id: int, out_dir, *, formats=("csv", "json"), reports=(), force: bool = False, raw: bool = False,

@@ -93,5 +93,6 @@ def test_core_and_reports_run_without_loading_qt(tmp_path):
     )
     data = PACKAGE.parent / "tests" / "data" / "groceries.csv.gz"
     out = subprocess.run([sys.executable, "-c", code, str(data)], capture_output=True, text=True, check=True,
-                         cwd=PACKAGE.parent, env={"PATH": "/usr/bin:/bin", "MPLCONFIGDIR": str(tmp_path)})
+                         cwd=PACKAGE.parent, env={"PATH": "/usr/bin:/bin", "MPLCONFIGDIR": str(tmp_path),
+                              "DPDESK_HOME": str(tmp_path / "home")})  # the API release is recorded
     assert out.stdout.strip() == "", f"Qt modules or GUI backends loaded by the core: {out.stdout}"

@@ -201,6 +201,38 @@ def _gather_rows(indptr: np.ndarray, row_order: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) + offsets
 
 
+_SOURCE_DIGESTS: dict = {}  # (path, size, mtime) → digest: a file is hashed once per process
+
+
+def source_digest(source: dict | None) -> str | None:
+    """The raw source a dataset was read from, as the ledger's "same data" check needs it.
+
+    The content fingerprint describes the data *as read*: the same file read with another
+    header setting, as records instead of cells, or with one column more is other content,
+    yet the same people. So the ledger also keys a release on its raw source: the sha256 of
+    the file's bytes, or a database's address (without password) and query. ``None`` for
+    data made in memory (``from_matrix``, ``from_cells``). Internal, like the fingerprint.
+    """
+    import os
+
+    source = source or {}
+    if source.get("sql"):
+        text = f"{source['sql']}\n{' '.join(str(source.get('query', '')).split())}"
+        return "source-query:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    path = source.get("path")
+    if not path:
+        return None
+    try:
+        status = os.stat(path)
+        key = (os.path.realpath(path), status.st_size, status.st_mtime_ns)
+        if key not in _SOURCE_DIGESTS:
+            with open(path, "rb") as handle:
+                _SOURCE_DIGESTS[key] = "source-sha256:" + hashlib.file_digest(handle, "sha256").hexdigest()
+        return _SOURCE_DIGESTS[key]
+    except OSError:  # the file went away since it was read: the content fingerprint still holds
+        return None
+
+
 #: cells hashed at a time by :attr:`Dataset.fingerprint` (its temporaries are a few × 8 bytes × this)
 FINGERPRINT_BLOCK = 1 << 20
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)

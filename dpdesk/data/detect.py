@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import DataError
+from ..errors import DataError, EmptyData
 from .textio import HEAD_BYTES, Source, detect_encoding, head_lines, is_parquet, open_source
 
 FORMATS = ("transactions", "pairs", "matrix", "records", "cells")
@@ -222,7 +222,7 @@ def sniff(path: str | Path, *, raw: bytes | None = None, encoding: str = "auto",
         fmt = "cells" if any(c.lower() in COUNT_NAMES for c in columns) else ("pairs" if len(columns) <= 4 else "records")
         return Sniffed(fmt, None, True, "binary", columns, preview, parquet=True, kind="parquet")
     if whole and not raw.strip():
-        raise DataError("the file is empty", path=path, expected="at least one line of data")
+        raise EmptyData("the file is empty", path=path, expected="at least one line of data")
     encoding_used = detect_encoding(raw, encoding, path)
     head = raw
     if not whole and head.rfind(b"\n") > 0:

@@ -410,6 +410,12 @@ def project(data, domain: ItemDomain):
                         shape=(matrix.shape[0], domain.size))
     csr.has_sorted_indices = False
     csr.sort_indices()
+    if not pd.Index(labels).is_unique:
+        # two of the data's columns carry one label: a person holds that item once, not twice
+        # (a count that moved by 2 between neighbours would break every mechanism's sensitivity)
+        csr.sum_duplicates()
+        if data.binary:
+            csr.data = np.ones(csr.data.size, dtype=np.uint8)
     present = np.zeros(domain.size, dtype=bool)
     present[mapping[mapping >= 0]] = True
     lost = np.diff(indptr) < np.diff(matrix.indptr)
@@ -542,6 +548,27 @@ def restrict_cells(cells, domain: CellDomain):
     restricted.dropped_records = dropped
     restricted.origin = cells
     return restricted
+
+
+def declared_cell_domain(path, attributes=None) -> CellDomain | None:
+    """The cells a ``--domains FILE`` declares, before any data is read: the attributes named in
+    ``attributes`` (the import's ``--attributes``; all of the file's when not given), each with the
+    file's values — so m = Π |values| over the attributes the release will use, not over every
+    attribute the file happens to list. ``None`` when an attribute is given by its position: its
+    name is in the data file's header, not in a declaration.
+    """
+    domains = read_domains_file(path)
+    if attributes:
+        if any(not isinstance(a, str) or a.isdigit() for a in attributes):
+            return None
+        missing = [a for a in attributes if a not in domains]
+        if missing:
+            raise ParameterError(f"{Path(path).name} gives no values for " + ", ".join(f"'{a}'" for a in missing)
+                                 + ": declare the values of every attribute of --attributes.")
+        names = list(attributes)
+    else:
+        names = list(domains)
+    return CellDomain(tuple(names), tuple(tuple(domains[a]) for a in names), HOW_LIST, Path(path).name)
 
 
 def cell_domain_of(cells, how: str, origin: str = "") -> CellDomain:

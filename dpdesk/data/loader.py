@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DataError, ParameterError
+from ..errors import DataError, EmptyData, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress, scaled
 from .dataset import CellCounts, Dataset, build_incidence
 from .detect import FORMATS, binary_kind, sniff
@@ -151,7 +151,7 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
             dataset = table_to_cells(table, count=options.get("count"), attributes=options.get("attributes"),
                                      domains=options.get("domains"), name=name, source=source_record)
     if dataset.kind == "incidence" and dataset.n_rows == 0:
-        raise DataError("the file contains no people", path=path, expected="at least one line of data")
+        raise EmptyData("the file contains no people", path=path, expected="at least one line of data")
     progress(1.0, "Loaded")
     return dataset
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DataError, DpdeskError, ParameterError
+from ..errors import DataError, DpdeskError, EmptyData, ParameterError
 from .textio import MemoryBudget, Source, _open_fd
 
 ZIP_MAGIC = b"PK\x03\x04"
@@ -189,7 +189,7 @@ def preview(path, lines: int = 21, cancel=None) -> WorkbookPreview:
     if not found.sheets:
         raise DataError("the workbook has no worksheets", path=path, expected="a sheet with a table")
     if found.chosen is None:
-        raise DataError("every sheet of the workbook is empty", path=path, expected="a sheet with a table")
+        raise EmptyData("every sheet of the workbook is empty", path=path, expected="a sheet with a table")
     return found
 
 
@@ -263,7 +263,7 @@ def read_sheet(source: Source, *, sheet=None, header: bool, wanted=None, budget:
             begin()
         flush(last)
         if columns.names is None:
-            raise DataError(f"{where} is empty", path=path, expected="a table: a header row and rows of data")
+            raise EmptyData(f"{where} is empty", path=path, expected="a table: a header row and rows of data")
         if columns.rows == 0:
             raise DataError(f"{where} has a header row but no data rows" if header else f"{where} has no data rows",
                             path=path, expected="rows of data below the header" if header else "rows of data")

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DataError
+from ..errors import DataError, EmptyData
 from .textio import MemoryBudget, Source, format_size
 
 #: kind → (what a steward calls it, the pyreadstat function that reads it)
@@ -171,7 +171,7 @@ def read_statfile(source: Source, kind: str, *, encoding: str | None = None, wan
         raise DataError(f"the {name} file has no variables", path=path, expected="at least one variable (column)")
     total = getattr(meta, "number_rows", None)
     if total == 0:
-        raise DataError(f"the {name} file holds no records", path=path, expected="at least one row of data")
+        raise EmptyData(f"the {name} file holds no records", path=path, expected="at least one row of data")
     columns = _Columns(source, budget, wanted, True, "utf-8")
     columns.raw_keys, columns.unit = False, "row"
     columns.start(names, 0)
@@ -197,7 +197,7 @@ def read_statfile(source: Source, kind: str, *, encoding: str | None = None, wan
         if count < step or (total and done >= total):
             break
     if done == 0:
-        raise DataError(f"the {name} file holds no records", path=path, expected="at least one row of data")
+        raise EmptyData(f"the {name} file holds no records", path=path, expected="at least one row of data")
     if total and done < total:
         raise DataError(f"the {name} file ends after {done:,} of its {total:,} rows: it is incomplete", path=path,
                         expected=f"a complete {name} file ({format_size(source.size)} read)")

@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, ParameterError
+from ..errors import DataError, EmptyData, ParameterError
 from .dataset import CellCounts, Dataset, build_incidence, natural_order
 from .detect import COUNT_NAMES
 from .textio import (MAX_FIELD_BYTES, MemoryBudget, Source, TextCheck, checked_text, format_size, memory_budget,
@@ -168,9 +168,9 @@ class _Columns:
 
     def table(self) -> Table:
         if self.names is None:
-            raise DataError("the file has no data lines", path=self.path, expected="at least one line of data")
+            raise EmptyData("the file has no data lines", path=self.path, expected="at least one line of data")
         if self.rows == 0:
-            raise DataError("the file has a header but no data lines" if self.header else "the file has no data lines",
+            raise EmptyData("the file has a header but no data lines" if self.header else "the file has no data lines",
                             path=self.path, expected="at least one line of data after the header" if self.header
                             else "at least one line of data")
         codes, uniques = {}, {}
@@ -656,6 +656,19 @@ def matrix_to_dataset(table: Table, *, id_column="auto", name: str, source: dict
 
 # --- records and cell tables ------------------------------------------------------------
 
+def item_label(column: str, value) -> str:
+    """The item of a record's attribute value: ``column=value``, one label per (column, value).
+
+    Unique by construction: a column name holding ``=`` (or starting with a quote) is quoted,
+    CSV-style, so that column ``a`` with value ``b=c`` (``a=b=c``) and column ``a=b`` with value
+    ``c`` (``"a=b"=c``) are different items — were they one, a person would hold it twice and
+    its count would move by 2 between neighbours, where every mechanism assumes 1.
+    """
+    if "=" in column or column.startswith('"'):
+        column = '"' + column.replace('"', '""') + '"'
+    return f"{column}={value}"
+
+
 def records_to_dataset(table: Table, *, name: str, source: dict) -> Dataset:
     """One item per attribute value ("workclass=Private"): the incidence view of records."""
     n = table.n_rows
@@ -665,7 +678,7 @@ def records_to_dataset(table: Table, *, name: str, source: dict) -> Dataset:
     for k, column in enumerate(columns):
         codes, uniques = table.coded(column)
         cols[:, k] = codes + len(labels)
-        labels.extend(f"{column}={u}" for u in uniques)
+        labels.extend(item_label(column, u) for u in uniques)
     rows = np.repeat(np.arange(n, dtype=np.int32), len(columns))
     return build_incidence(rows, cols.ravel(), n, labels, name=name, source=source)
 

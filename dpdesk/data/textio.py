@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import DataError, ParameterError, TooLargeError
+from ..errors import DataError, EmptyData, ParameterError, TooLargeError
 
 GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"
@@ -305,7 +305,7 @@ def read_raw(path: str | os.PathLike, budget: MemoryBudget | None = None) -> byt
     raw = b"".join(pieces)
     del pieces
     if not raw.strip():
-        raise DataError("the file is empty", path=source.path, expected="at least one line of data")
+        raise EmptyData("the file is empty", path=source.path, expected="at least one line of data")
     return raw
 
 

@@ -28,10 +28,11 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import DataError
+from ..errors import DataError, EmptyData
 from ..tasks import CancelToken, ProgressFn, no_progress
 from ..data.textio import MemoryBudget, Source, memory_budget
 from ..data.transactions import _Parser, _Quoted, parse_transactions
+from .relation import list_parts
 
 BASKETS_FORMAT = "dpdesk-baskets-v1"
 FORMAT_KEY, LABELS_KEY, FINGERPRINT_KEY = b"dpdesk.format", b"dpdesk.labels", b"dpdesk.fingerprint"
@@ -220,7 +221,7 @@ def write_baskets(source: Source, out: Path, *, delimiter: str | None, encoding:
         labels = None if lines.integers else list(lines.labels)
         writer.close(labels)
         if writer.rows == 0:
-            raise DataError("the file contains no people", path=source.path, expected="at least one line of data")
+            raise EmptyData("the file contains no people", path=source.path, expected="at least one line of data")
         os.replace(partial, out)
     finally:
         if partial.exists():
@@ -345,8 +346,7 @@ def baskets_dataset(path, format: str = "auto", *, name: str | None = None, prog
         if cancel is not None:
             cancel.check()
         items = parquet.read_row_group(group, columns=["items"]).column("items").combine_chunks()
-        offsets = items.offsets.to_numpy()
-        values = items.values.to_numpy()[offsets[0]:offsets[-1]]
+        offsets, values = list_parts(items)
         n = len(items)
         lengths[rows:rows + n] = np.diff(offsets)
         if values.size and (int(values.min()) < 0 or (small and int(values.max()) >= 2**31 - 1)):
@@ -384,7 +384,7 @@ def baskets_dataset(path, format: str = "auto", *, name: str | None = None, prog
         matrix.has_sorted_indices = False
         matrix.sort_indices()
     if lengths.size == 0:
-        raise DataError("the file contains no people", path=path, expected="at least one line of data")
+        raise EmptyData("the file contains no people", path=path, expected="at least one line of data")
     display = name or Path(path).name
     progress(1.0, "Loaded")
     dataset = Dataset(matrix, mapping.natural_labels, name=display,

@@ -47,7 +47,7 @@ from ..privacy.bounding import BoundedRows, check_bound
 from ..privacy.randomness import RandomSource
 from ..tasks import CancelToken, ProgressFn, no_progress
 from . import queries
-from .relation import Codes, Incidence, fresh_name
+from .relation import Codes, Incidence, fresh_name, list_parts
 
 WORDS_PER_CHUNK = 1 << 20  # random words drawn at a time when a draw spans every row
 
@@ -192,10 +192,8 @@ class EngineDataset:
             if rows[0] <= last or (rows.size > 1 and np.any(np.diff(rows) <= 0)):
                 raise RuntimeError("the engine returned rows out of order")  # a bug, not bad input
             last = int(rows[-1])
-            items = batch.column(1)
-            offsets = items.offsets.to_numpy().astype(np.int64)
-            codes = items.values.to_numpy().astype(np.int64)
-            offsets = offsets - offsets[0]
+            offsets, codes = list_parts(batch.column(1))
+            codes = codes.astype(np.int64)
             columns = self._columns(codes[: offsets[-1]]) if offsets[-1] else np.zeros(0, np.int64)
             if self.mapping is not None and columns.size and np.any(columns < 0):  # pragma: no cover - projected
                 raise RuntimeError("a projected relation holds an item outside its domain")
@@ -273,7 +271,7 @@ class EngineDataset:
         try:
             self.engine.statement(
                 f"CREATE TABLE {rel} AS SELECT b.row AS row, coalesce(h.items, []::BIGINT[]) AS items FROM "
-                f"{self.relation} b LEFT JOIN (SELECT c.row, LIST_SORT(LIST(m.col)) AS items FROM (SELECT row, "
+                f"{self.relation} b LEFT JOIN (SELECT c.row, LIST_SORT(LIST(DISTINCT m.col)) AS items FROM (SELECT row, "
                 f"UNNEST(items) AS code FROM {self.relation}) c JOIN {name} m ON c.code = m.code GROUP BY c.row) h "
                 f"ON b.row = h.row ORDER BY b.row", message="Applying the declared item list")
             lost = self.engine.execute(

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data.dataset import natural_order
+from ..data.tabular import item_label
 from ..errors import DataError, ParameterError
 
 _TRIM = "' ' || chr(9) || chr(11) || chr(12) || chr(13)"  # the blanks the loader trims around a field
@@ -90,6 +91,18 @@ class Incidence:
     fingerprint: str | None = None
     #: (code, n) of every item, when reading the source already counted them (an Arrow table)
     code_counts: object = field(default=None, repr=False)
+
+
+def list_parts(items) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets from 0, values) of an Arrow list array, which may be a slice of a larger one.
+
+    A slice's ``offsets`` start where the slice starts in the shared ``values`` buffer, and
+    ``values`` is the whole buffer: reading it from its start would give another row's items
+    (Spark's ``toArrow()`` chunks are cut into such slices). ``flatten()`` honours the slice.
+    """
+    offsets = items.offsets.to_numpy().astype(np.int64)
+    values = items.flatten().to_numpy()
+    return offsets - offsets[0], values
 
 
 def quote_name(name: str) -> str:
@@ -204,7 +217,8 @@ def records_relation(engine, reader: str, names: list[str], *, progress=None, ca
     engine.statement(f"CREATE TABLE {rel} AS SELECT s.row AS row, LIST_SORT([{codes_list}]) AS items FROM {src} s "
                      f"{joins} ORDER BY s.row", progress=progress, cancel=cancel, message="Coding the records")
     table = engine.execute(f"SELECT k, value, code FROM {labels_table}")
-    labels = [f"{names[k]}={value}" for k, value in zip(table.column("k").to_pylist(), table.column("value").to_pylist())]
+    labels = [item_label(names[k], value) for k, value in zip(table.column("k").to_pylist(),
+                                                                table.column("value").to_pylist())]
     codes = Codes.build(table.column("code").to_numpy(), labels)
     engine.statement(f"DROP TABLE {src}; DROP TABLE {labels_table}")
     return _finish(engine, rel, codes)

@@ -17,7 +17,7 @@ from ..data.loader import OPTION_NAMES, _display_name, layout
 from ..data.tabular import _distinct_names, resolve_column
 from ..data.textio import memory_budget, open_source
 from ..data.tabular import delimiters_in_words
-from ..errors import DataError, ParameterError
+from ..errors import DataError, EmptyData, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress, scaled
 from .backend import EngineUnsupported, open_engine
 from .baskets import read_baskets_metadata, seal_baskets, write_baskets, write_relation_baskets
@@ -195,7 +195,7 @@ def _text_names(source, delimiter: str | None, header: bool, encoding: str, path
         if line.strip():
             break
     else:
-        raise DataError("the file contains no records", path=path, expected="at least one line of data")
+        raise EmptyData("the file contains no records", path=path, expected="at least one line of data")
     if delimiter is None:
         fields = line.split()
     else:

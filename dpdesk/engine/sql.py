@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from ..data.dataset import CellCounts
-from ..errors import DataError, ParameterError
+from ..errors import DataError, EmptyData, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress
 from .backend import EngineError, open_engine
 from .relation import fresh_name, quote_name
@@ -179,7 +179,7 @@ def load_sql(url: str, query: str, format: str = "pairs", *, name: str | None = 
                                 record=record, line_offset=1, progress=progress, cancel=cancel)
         people = dataset.total if isinstance(dataset, CellCounts) else dataset.n_rows
         if people == 0:  # as an empty file is refused: a release of nothing would spend ε for nothing
-            raise DataError("the query returned no rows", expected="at least one person")
+            raise EmptyData("the query returned no rows", expected="at least one person")
         return _owned(dataset, backend)
     except BaseException:
         backend.close()

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .. import api
+from ..mechanisms import running
 from ..errors import ParameterError
 from ..mechanisms.publish import publish
 from ..privacy.budget import check_epsilon
@@ -84,7 +84,7 @@ def run_comparison(data, entries: list[Entry], epsilons: list[float], repeats: i
         seed = int.from_bytes(os.urandom(4), "little")
     validated = []
     for entry in entries:
-        mechanism, _, params = api.validate(data, entry.mechanism, epsilons[0], entry.params)
+        mechanism, _, params = running.validate(data, entry.mechanism, epsilons[0], entry.params)
         validated.append((entry, mechanism, params))
     total = len(validated) * len(epsilons) * repeats
     done = 0
@@ -96,7 +96,7 @@ def run_comparison(data, entries: list[Entry], epsilons: list[float], repeats: i
                 cancelled = True
                 break
             progress(done / total, f"{entry.label}: preparing (ε = {epsilon:g})")
-            prepared = api.prepare(data, mechanism, epsilon, params, cancel=cancel)
+            prepared = running.prepare(data, mechanism, epsilon, params, cancel=cancel)
             for r in range(repeats):
                 if cancel is not None and cancel.cancelled:
                     cancelled = True

@@ -468,7 +468,7 @@ def declared_size(declaration, path, kind: str, format: str = "auto", import_opt
     ``loaded``: the data already read (the GUI has it), used instead of reading ``path`` again
     when the steward stated its labels are public; then only its labels (or its table's
     declared size) are looked at."""
-    from ..data.domain import (HOW_DISCOVERED, HOW_LIST, HOW_PUBLIC_DATA, HOW_RANGE, read_domains_file,
+    from ..data.domain import (HOW_DISCOVERED, HOW_LIST, HOW_PUBLIC_DATA, HOW_RANGE, declared_cell_domain,
                                read_label_file)
 
     option = "--domains" if kind == "cells" else "--items"
@@ -493,8 +493,17 @@ def declared_size(declaration, path, kind: str, format: str = "auto", import_opt
     if declaration.kind == HOW_RANGE:
         return int(declaration.size)
     if declaration.kind == HOW_LIST:
-        if kind == "cells":
-            return math.prod(len(values) for values in read_domains_file(declaration.path).values())
+        if kind == "cells":  # the attributes the import will use, not every one the file lists
+            attributes = (import_options or {}).get("attributes")
+            cells = declared_cell_domain(declaration.path, attributes)
+            if cells is None:  # given by position: their names are the file's header
+                from ..data.detect import sniff
+                from ..data.tabular import resolve_column
+
+                names = sniff(path, encoding=(import_options or {}).get("encoding", "auto") or "auto").columns
+                cells = declared_cell_domain(declaration.path,
+                                             [resolve_column(names, a, "attribute") for a in attributes])
+            return cells.size
         return len(read_label_file(declaration.path))
     if declaration.kind == HOW_PUBLIC_DATA:
         from ..data import load

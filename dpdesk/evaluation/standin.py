@@ -63,6 +63,36 @@ def synthetic_incidence(facts: DeclaredFacts, *, item_labels=None, seed: int = 0
     return Dataset(matrix, labels, name="synthetic stand-in", source={"format": "synthetic", "facts": facts.__dict__})
 
 
+def declared_shape(data, declaration) -> tuple[int, np.ndarray | None]:
+    """The number of items (or cells) and the item labels a stand-in may take: the declaration's.
+
+    A list or a range is read from the declaration; the data's own labels (or cells) only when
+    the steward stated they are public. Anything else would shape the stand-in by the true data
+    (e.g. a file with 75 items under a declared ``range:1000``), so it is refused in words.
+    """
+    from ..data.domain import HOW_LIST, HOW_PUBLIC_DATA, HOW_RANGE, declared_cell_domain, declared_domain
+
+    what = "cells" if data.kind == "cells" else "items"
+    if declaration is None:
+        raise ParameterError(f"A stand-in is shaped by declared facts only: first declare the published {what} "
+                             "(the last step of the import).")
+    if declaration.kind == HOW_PUBLIC_DATA:
+        if data.kind == "cells":
+            return int(data.domain_size), None
+        return int(data.n_items), np.asarray(data.item_labels, dtype=object)
+    if data.kind == "cells":
+        if declaration.kind == HOW_LIST:
+            return declared_cell_domain(declaration.path, list(data.attributes or []) or None).size, None
+        if declaration.kind == HOW_RANGE:
+            return int(declaration.size), None
+    elif declaration.kind in (HOW_LIST, HOW_RANGE):
+        domain = declared_domain(declaration)
+        return int(domain.size), domain.labels
+    raise ParameterError(f"The {what} are to be discovered privately, so their number is not declared and a "
+                         f"synthetic stand-in cannot be shaped without the true data. Compare on a public file, or "
+                         f"declare the {what} another way.")
+
+
 def synthetic_cells(domain_size: int, cells: int, people: int, *, seed: int = 0) -> CellCounts:
     """A sparse table with the declared number of non-zero cells and people (for sparse summaries)."""
     if not 0 < cells <= domain_size or people < cells:

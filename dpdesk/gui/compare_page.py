@@ -31,7 +31,7 @@ from ..errors import DpdeskError, ParameterError
 from ..evaluation.compare import Entry, run_comparison
 from ..evaluation.metrics import LOWER_IS_BETTER, METRIC_LABELS, top_k, topk_accuracies
 from ..evaluation.summaries import error_vs_range_size, error_vs_summary_size
-from ..evaluation.standin import DeclaredFacts, synthetic_cells, synthetic_incidence
+from ..evaluation.standin import DeclaredFacts, declared_shape, synthetic_cells, synthetic_incidence
 from . import theme
 from .state import AppState
 from .widgets import Banner, PlotPanel, colour, heading, show_error
@@ -346,13 +346,14 @@ class ComparePage(QWidget):
                                      "Choose a stand-in under “Compare on”.")
             return data, False
         if self.on_synthetic.isChecked():
+            size, labels = declared_shape(data, self.state.domain_declaration)  # never the data's own shape
             if data.kind == "cells":
-                return synthetic_cells(data.domain_size, max(1, min(self.fact_rows.value() // 10, data.domain_size)),
+                return synthetic_cells(size, max(1, min(self.fact_rows.value() // 10, size)),
                                        self.fact_rows.value(), seed=self.seed.value()), True
-            facts = DeclaredFacts(rows=self.fact_rows.value(), items=data.n_items,
+            facts = DeclaredFacts(rows=self.fact_rows.value(), items=size,
                                   mean_items_per_person=self.fact_mean.value(), bound=self.state.bound,
                                   skew=self.fact_skew.value())
-            return synthetic_incidence(facts, item_labels=data.item_labels, seed=self.seed.value()), True
+            return synthetic_incidence(facts, item_labels=labels, seed=self.seed.value()), True
         path = self.public_file.text().strip()
         if not path:
             raise ParameterError("Choose the public file to compare on.")

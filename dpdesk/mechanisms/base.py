@@ -470,10 +470,12 @@ def cut_words(params: dict, *, estimated: bool) -> str:
     bound = params.get("bound")
     if bound is None:
         return ""
+    items = "item" if bound == 1 else "items"
     if params.get("bound_holds"):
-        return (f"; nothing for a cut to Δ = {bound:,} items per person, as the data steward declared that no one "
+        return (f"; nothing for a cut to Δ = {bound:,} {items} per person, as the data steward declared that no one "
                 "holds more")
-    return (f" and the counts lost when people with more than Δ = {bound:,} items kept a random {bound:,} of them"
+    kept = "one" if bound == 1 else f"a random {bound:,}"
+    return (f" and the counts lost when people with more than Δ = {bound:,} {items} kept {kept} of them"
             + (" (estimated privately)" if estimated else ""))
 
 

@@ -652,7 +652,7 @@ class _Grouping(Mechanism):
                 "largest of a group above, the smallest below), by this release's own private estimate.")
         truncation = (estimates or {}).get("truncation") or {}
         if truncation.get("lost_share"):
-            text += (f" The cut to Δ = {params['bound']:,} items per person also lowered the counts, by about "
+            text += (f" The cut to Δ = {items_text(params['bound'])} per person also lowered the counts, by about "
                      f"{truncation['lost_share']:.0%} on the whole.")
         return text
 

@@ -476,16 +476,48 @@ class Ledger:
             spent, delta, cap, count = self._budget(conn, dataset)
         return BudgetStatus(dataset, spent, cap, delta, count)
 
-    def _names_of(self, conn, fingerprint: str) -> set[str]:
-        return {r[0] for r in conn.execute(
-            f"SELECT DISTINCT dataset FROM entries WHERE fingerprint = ? AND kind IN "
-            f"({', '.join('?' * len(SPENDING_KINDS))})", (fingerprint, *SPENDING_KINDS))}
+    def _names_of(self, conn, keys) -> set[str]:
+        """The dataset names under which data with any of ``keys`` (fingerprint, source) was spent on."""
+        keys = {k for k in keys if k}
+        if not keys:
+            return set()
+        rows = conn.execute(f"SELECT DISTINCT dataset, fingerprint FROM entries WHERE kind IN "
+                            f"({', '.join('?' * len(SPENDING_KINDS))})", SPENDING_KINDS).fetchall()
+        return {name for name, stored in rows if keys & set(stored.split())}
 
-    def check(self, dataset: str, epsilon: float, *, fingerprint: str | None = None, override: bool = False,
-              override_name: bool = False) -> BudgetStatus:
+    @contextmanager
+    def reserve(self, dataset: str, keys=(), *, cancel=None, waiting=None):
+        """Hold a dataset (and its data's keys) from the cap check to the record, across processes.
+
+        Two releases of one dataset checked at once would both see the same spending and
+        together pass the cap; a release that is charged after it used the data (a discovery
+        that found nothing) would too. Under the reservation, one waits for the other to be
+        recorded: its check then sees the other's ε. The same data under two names at once
+        is held by its keys (taken after the name, in sorted order, so two waits never
+        cross). ``waiting()`` is called once if another release holds it; ``cancel`` stops
+        the wait. The operating system drops the locks if the process dies.
+        """
+        folder = self.path.parent / "locks"
+        where = os.path.realpath(self.path)
+        paths = [locks.lock_path(folder, f"{where} · dataset · {check_dataset_name(dataset)}")]
+        paths += [locks.lock_path(folder, f"{where} · data · {key}") for key in sorted({k for k in keys if k})]
+        held = []
+        try:
+            for path in paths:
+                held.append(_wait_for_lock(path, cancel, waiting))
+                waiting = None
+            yield self
+        finally:
+            for handle in reversed(held):
+                locks.release(handle)
+
+    def check(self, dataset: str, epsilon: float, *, fingerprint: str | None = None, source: str | None = None,
+              override: bool = False, override_name: bool = False) -> BudgetStatus:
         """Refuse (``BudgetError``) a release of ``epsilon`` that would exceed the dataset's cap.
 
-        Call it before any noise is drawn (with ``fingerprint`` once the data is read).
+        Call it before any noise is drawn (with ``fingerprint`` once the data is read, and
+        ``source``, the digest of the raw source — :func:`dpdesk.data.dataset.source_digest` —
+        so that the same file read another way is the same data too).
         With ``override`` the release may go past the cap, with ``override_name`` the data
         may be released under a name other than the one it was recorded under; both are
         recorded in the entry. A broken ledger refuses every release (``LedgerError``).
@@ -495,14 +527,14 @@ class Ledger:
         with self._connect() as conn:
             self._require_intact(conn)
             spent, delta, cap, count = self._budget(conn, dataset)
-            others = self._names_of(conn, fingerprint) - {dataset} if fingerprint else set()
+            others = self._names_of(conn, {fingerprint, source}) - {dataset}
         if others and not override_name:
             raise BudgetError(_renamed(dataset, others))
         if exceeds_cap(spent, epsilon, cap) and not override:
             raise BudgetError(_refusal(dataset, epsilon, spent, cap, "No noise was drawn."))
         return BudgetStatus(dataset, spent, cap, delta, count)
 
-    def record(self, release, fingerprint: str, hashes: dict, *, override: bool = False,
+    def record(self, release, fingerprint: str, hashes: dict, *, source: str | None = None, override: bool = False,
                override_name: bool = False, record: dict | None = None) -> Entry:
         """Record a secure release (one transaction) and return its entry.
 
@@ -523,7 +555,7 @@ class Ledger:
         with self._transaction() as conn:
             last_id, last_hash = self._require_intact(conn)
             spent, _, cap, _ = self._budget(conn, dataset)
-            others = self._names_of(conn, fingerprint) - {dataset}
+            others = self._names_of(conn, {fingerprint, source}) - {dataset}
             if others and not override_name:
                 raise BudgetError(_renamed(dataset, others))
             exceeded = exceeds_cap(spent, epsilon, cap)
@@ -531,7 +563,7 @@ class Ledger:
                 raise BudgetError(_refusal(dataset, epsilon, spent, cap, "Nothing was released or recorded."))
             overrides = ([OVERRIDE_CAP] if exceeded else []) + ([OVERRIDE_NAME] if others else [])
             row = _row(last_id + 1, "release", time=release.created or _now(), dataset=dataset,
-                       fingerprint=fingerprint, mechanism=release.mechanism, parameters=release.params,
+                       fingerprint=_keys(fingerprint, source), mechanism=release.mechanism, parameters=release.params,
                        epsilon=epsilon, delta=delta, budget=release.budget.as_list(),
                        software=str(release.report.get("software") or f"dpdesk {__version__}"),
                        files=dict(hashes), payload=payload, payload_sha256=payload_sha, cap=cap,
@@ -542,16 +574,23 @@ class Ledger:
         return _decode(stored)
 
     def record_charged(self, dataset: str, fingerprint: str, mechanism: str, params: dict, budget,
-                       reason: str) -> Entry:
-        """Record the ε and δ spent by a release that stopped after it used the data."""
+                       reason: str, *, source: str | None = None, override: bool = False) -> Entry:
+        """Record the ε and δ spent by a release that stopped after it used the data.
+
+        It is recorded whatever the cap says — the data was used, the ε is spent — but a
+        charge past the cap without the steward's override (possible only outside
+        :meth:`reserve`) is recorded as what it is: an override of the cap.
+        """
         dataset = check_dataset_name(dataset)
         self._initialise()
         with self._transaction() as conn:
             last_id, last_hash = self._require_intact(conn)
-            _, _, cap, _ = self._budget(conn, dataset)
-            row = _row(last_id + 1, "charged", dataset=dataset, fingerprint=fingerprint, mechanism=mechanism,
-                       parameters=params, epsilon=float(budget.spent), delta=float(budget.delta),
-                       budget=budget.as_list(), cap=cap, reason=reason, prev_hash=last_hash)
+            spent, _, cap, _ = self._budget(conn, dataset)
+            exceeded = exceeds_cap(spent, float(budget.spent), cap)
+            row = _row(last_id + 1, "charged", dataset=dataset, fingerprint=_keys(fingerprint, source),
+                       mechanism=mechanism, parameters=params, epsilon=float(budget.spent),
+                       delta=float(budget.delta), budget=budget.as_list(), cap=cap,
+                       overrides=[OVERRIDE_CAP] if exceeded else [], reason=reason, prev_hash=last_hash)
             _append(conn, row)
             _advance_head(conn, row["id"], row["hash"])
             stored = conn.execute("SELECT * FROM entries WHERE id = ?", (row["id"],)).fetchone()
@@ -789,6 +828,30 @@ def _find_problem(conn) -> tuple[LedgerProblem | None, int, str, str]:
     return None, last_id, previous, ledger_id
 
 
+def _keys(fingerprint: str, source: str | None) -> str:
+    """The fingerprint column: the content fingerprint, then the raw source's digest when known."""
+    return fingerprint if not source or source == fingerprint else f"{fingerprint} {source}"
+
+
+def _wait_for_lock(path, cancel, waiting):
+    """A lock of :meth:`Ledger.reserve`: at once if free, else after ``waiting()``, polling for Cancel."""
+    import time
+
+    try:
+        return locks.acquire(path, blocking=False)
+    except locks.LockBusy:
+        pass
+    if waiting is not None:
+        waiting()
+    while True:
+        if cancel is not None:
+            cancel.check()
+        try:
+            return locks.acquire(path, blocking=False)
+        except locks.LockBusy:
+            time.sleep(0.05)
+
+
 def check_dataset_name(name) -> str:
     """A declared dataset name: the population the data is about (the ledger's key)."""
     text = str(name or "").strip()
@@ -802,7 +865,8 @@ def check_dataset_name(name) -> str:
 
 def _renamed(dataset: str, others: set[str]) -> str:
     names = ", ".join(f"'{n}'" for n in sorted(others))
-    return (f"This exact data was already released as dataset {names}, and releases about the same people must "
+    return (f"This data (the same content, or the same file read another way) was already released as dataset "
+            f"{names}, and releases about the same people must "
             f"share one budget. Release it under that name (--dataset {sorted(others)[0]!r}), or, if '{dataset}' "
             "really is the right name, say so explicitly (--override-dataset-check; recorded in the ledger). "
             "No noise was drawn.")

@@ -109,6 +109,14 @@ def require_release(release) -> None:
                           "and not private. Run the release again with secure randomness to export it.")
 
 
+def require_recorded(release) -> None:
+    """Refuse to export a release the budget ledger has not recorded (its ε would be spent unseen)."""
+    require_release(release)
+    if not (release.report.get("ledger") or {}).get("entry"):
+        raise ExportError("This release is not recorded in the budget ledger, so it cannot be exported: make "
+                          "releases with dpdesk.release, dpdesk release or the app, which record them.")
+
+
 def _whole_if_integral(values) -> np.ndarray:
     """Numbers as int64 when all are whole (so files show 12, not 12.0), else as they are."""
     values = np.asarray(values)

@@ -87,3 +87,25 @@ def test_a_master_that_cannot_be_reached_is_one_line(data_dir):
     with pytest.raises(EngineError) as refused:
         scan(data_dir / "chess.dat.gz", engine="spark", spark_master="nonsense://nowhere")
     assert "\n" not in str(refused.value) and "nonsense://nowhere" in str(refused.value)
+
+
+def test_whole_result_chunks_are_read_at_their_offsets(tmp_path):
+    """Issue #27 C: with ``spark.sql.execution.arrow.maxRecordsPerBatch`` = 0, ``toArrow()`` returns one
+    chunk per partition, which ``batches`` cuts into slices of 131,072 rows; a slice read from its
+    buffer's start gave row 131,072 another row's items (and a fingerprint unlike the file's)."""
+    rng = np.random.default_rng(27)
+    rows = [" ".join(map(str, rng.choice(60, size=int(k), replace=False))) for k in rng.integers(1, 6, 300_000)]
+    path = tmp_path / "many.dat"
+    path.write_text("\n".join(rows) + "\n", encoding="ascii")
+    memory = dpdesk.load(path, engine="memory")
+    spark = scan(path, engine="spark", spark_master=MASTER)
+    spark.engine.spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "0")
+    try:
+        assert spark.fingerprint == memory.fingerprint
+        long = spark.long_rows(3)
+        expected = memory.matrix[memory.row_counts > 3]
+        assert np.array_equal(long.matrix.indptr, expected.indptr)
+        assert np.array_equal(long.matrix.indices, expected.indices)
+    finally:
+        spark.engine.spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+        spark.engine.close()

@@ -132,3 +132,16 @@ def test_mechanisms_needing_a_bound_are_left_out_with_the_reason(window, qtbot, 
     page = window.compare_page
     assert page.skipped.isVisible() and "LPA" in page.skipped.text() and "bound" in page.skipped.text()
     assert set(window.state.comparison.results["mechanism"]) == {"dpsense"}
+
+
+def test_the_synthetic_stand_in_takes_the_declared_items_not_the_files(window, data_dir):
+    """Issue #27 F: chess has 75 items; declared ``range:1000``, the stand-in has 1,000 items named 0..999."""
+    window.state.set_publication("chess", DomainDeclaration("range", size=1000))
+    page = window.compare_page
+    page.on_synthetic.setChecked(True)
+    standin, on_standin = page.comparison_data()
+    assert on_standin and standin.n_items == 1000
+    assert list(standin.item_labels[:3]) == ["0", "1", "2"] and "999" in set(standin.item_labels)
+    window.state.set_publication("chess", DomainDeclaration("discovered", delta=1e-6, bound=5))
+    with pytest.raises(dpdesk.errors.ParameterError, match="discovered privately"):
+        page.comparison_data()

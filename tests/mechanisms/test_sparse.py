@@ -20,6 +20,8 @@ from dpdesk.privacy.randomness import SeededRandom
 from dpdesk.report.export import release_table, render_release
 from tests.audit import audit
 
+from tests.secure_run import secure_run
+
 SPARSE = ("geometric", "filter", "filter2", "threshold", "priority", "filter-threshold", "filter-priority",
           "dyadic", "sketch")
 ADULT_ATTRIBUTES = [1, 3, 5, 6, 7, 8, 9]  # workclass, education, marital status, occupation, relationship, race, sex
@@ -197,7 +199,7 @@ def test_sketch_has_sensitivity_d_and_answers_points():
 
 def test_export_table_and_secure_release(adult):
     declared = dpdesk.declare(adult, "from-data", items_are_public=True)
-    release = dpdesk.release(declared, "filter-priority", epsilon=1.0, threshold=3, size=800)  # secure
+    release = secure_run(declared, "filter-priority", epsilon=1.0, threshold=3, size=800)  # secure
     table = release_table(release)
     assert list(table.columns) == ["cell", "label", "value", "weight"] and len(table) == 800
     files = render_release(release, ("csv", "json"))

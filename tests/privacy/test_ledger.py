@@ -30,6 +30,8 @@ from dpdesk.privacy.randomness import SecureRandom
 from dpdesk.report.export import sha256_bytes
 from dpdesk.workflow import release_to_files
 
+from tests.secure_run import secure_run
+
 REPO = Path(__file__).resolve().parents[2]
 HASH = "ab" * 32
 PUBLIC = ["--items", "from-data", "--items-are-public"]
@@ -47,7 +49,7 @@ def small_data(name="small", seed=0, rows=60, items=8, prefix="i"):
 
 
 def secure_release(data, epsilon=0.25, bound=3, dataset=None):
-    release = dpdesk.release(data, "lpa", epsilon=epsilon, bound=bound)
+    release = secure_run(data, "lpa", epsilon=epsilon, bound=bound)
     release.dataset_name = dataset or data.name
     return release
 
@@ -540,7 +542,8 @@ def test_kill_inside_the_record_transaction_leaves_the_ledger_consistent(dpdesk_
 
         module._advance_head = advance_then_hang
         data = dpdesk.declare(dpdesk.load({str(csv)!r}, name="small"), "from-data", items_are_public=True)
-        release = dpdesk.release(data, "lpa", epsilon=0.25, bound=3)
+        from dpdesk.mechanisms.running import run
+        release = run(data, "lpa", 0.25, {{"bound": 3}})
         Ledger.open().record(release, data.origin.fingerprint, {{"release.csv": "{HASH}"}})
     """, dpdesk_home)
     read_until(process, "inside-transaction")

@@ -23,6 +23,8 @@ from dpdesk.privacy.ledger import Ledger
 from dpdesk.privacy.randomness import SecureRandom, SeededRandom, resolve
 from dpdesk.workflow import export_release, secure_release
 
+from tests.secure_run import secure_run
+
 
 class ByteStream:
     """A stand-in for ``os.urandom``: SHA-256 in counter mode from a key, and the sizes asked for."""
@@ -146,7 +148,7 @@ def test_a_secure_release_is_a_function_of_os_urandom_alone(mechanism_id, monkey
     outputs = []
     for key in (b"first", b"first", b"second"):
         monkeypatch.setattr(os, "urandom", ByteStream(key))
-        release = dpdesk.release(data, mechanism_id, epsilon=1.0, **SETTINGS[mechanism_id])
+        release = secure_run(data, mechanism_id, epsilon=1.0, **SETTINGS[mechanism_id])
         assert release.exploration is False and release.randomness == SecureRandom.description
         outputs.append(published(release))
     assert outputs[0] == outputs[1]
@@ -177,7 +179,7 @@ def test_the_api_release_draws_only_from_the_secure_source(mechanism_id, monkeyp
     data = declared(mechanism_id)
     forbid_other_randomness()
     counted = Counted(monkeypatch)
-    release = dpdesk.release(data, mechanism_id, epsilon=1.0, **SETTINGS[mechanism_id])
+    release = secure_run(data, mechanism_id, epsilon=1.0, **SETTINGS[mechanism_id])
     assert counted.words > 0 and not release.exploration
 
 

@@ -139,17 +139,17 @@ def test_exploration_results_cannot_be_exported(data, tmp_path):
 
 def test_the_workflow_always_releases_with_secure_randomness(dpdesk_home, data, tmp_path, monkeypatch):
     """Even if someone asks the API for a seeded run inside the workflow, the files come from a secure one."""
-    from dpdesk import api
+    from dpdesk import workflow
 
     seen = []
-    real_release = api.release
+    real_run = workflow.run
 
     def spy(*args, **kwargs):
-        result = real_release(*args, **kwargs)
+        result = real_run(*args, **kwargs)
         seen.append((kwargs.get("rng"), result.exploration, result.randomness))
         return result
 
-    monkeypatch.setattr(api, "release", spy)
+    monkeypatch.setattr(workflow, "run", spy)
     release_to_files(data, "lpa", 0.5, {"bound": 4}, tmp_path / "out")
     assert seen == [(None, False, "operating system CSPRNG (os.urandom / getrandom)")]
     metadata = json.loads((tmp_path / "out" / "release.json").read_text())

@@ -21,6 +21,8 @@ from dpdesk.report.pdf import html_to_pdf, parse_report
 from dpdesk.report.public import page, public_report_html, table
 from tests.conftest import DATA
 
+from tests.secure_run import secure_run
+
 REPO = Path(__file__).resolve().parents[2]
 POPPLER = ("pdftotext", "pdftoppm", "pdffonts", "pdfinfo")
 
@@ -47,7 +49,7 @@ def report_html():
     dense[np.arange(40), np.arange(40) % 6] = True
     data = dpdesk.from_matrix(sp.csr_matrix(dense.astype(np.int64)), [f"x{j}" for j in range(6)], name="clinic")
     data = dpdesk.declare(data, [f"x{j}" for j in range(6)])
-    release = dpdesk.release(data, "lpa", epsilon=0.69, bound=2, clamp=True)
+    release = secure_run(data, "lpa", epsilon=0.69, bound=2, clamp=True)
     release.report["how_chosen"] = "chosen before looking at results"
     return public_report_html(release, {"release.csv": "a1" * 32, "release.json": "b2" * 32})
 

@@ -16,6 +16,8 @@ from dpdesk.report.public import fmt, public_report_html
 from dpdesk.workflow import DEFAULT_CHOSEN, release_to_files
 from tests.privacy.test_ledger import small_data
 
+from tests.secure_run import secure_run
+
 HASHES = {"release.csv": "0123456789abcdef" * 4, "release.json": "fedcba9876543210" * 4}
 
 
@@ -78,7 +80,7 @@ def test_every_sub_step_and_its_share_is_listed(data):
 
 
 def test_the_stewards_statement_is_shown_escaped(data):
-    release = dpdesk.release(data, "lpa", epsilon=1.0, bound=3)
+    release = secure_run(data, "lpa", epsilon=1.0, bound=3)
     release.report["how_chosen"] = 'compared on a public stand-in; <script>alert("x")</script>'
     report = public_report_html(release, HASHES)
     assert "<script>" not in report
@@ -87,14 +89,14 @@ def test_the_stewards_statement_is_shown_escaped(data):
 
 
 def test_mechanisms_without_a_public_error_figure_say_so(data):
-    release = dpdesk.release(data, "lpa", epsilon=1.0, bound=3)
+    release = secure_run(data, "lpa", epsilon=1.0, bound=3)
     release.report["expected_error"] = None
     text = text_of(public_report_html(release, HASHES))
     assert "depends on the data itself" in text
 
 
 def test_extra_public_details_of_a_mechanism_are_shown(data, tmp_path):
-    release = dpdesk.release(data, "diff", epsilon=1.0, index="uniform")
+    release = secure_run(data, "diff", epsilon=1.0, index="uniform")
     text = text_of(public_report_html(release, HASHES))
     assert "Further details" in text and "noise scales" in text
     # a nested detail as a labelled sub-row, not as a Python dictionary with internal keys
@@ -103,7 +105,7 @@ def test_extra_public_details_of_a_mechanism_are_shown(data, tmp_path):
 
 
 def test_the_report_is_self_contained(data):
-    release = dpdesk.release(data, "lpa", epsilon=1.0, bound=3)
+    release = secure_run(data, "lpa", epsilon=1.0, bound=3)
     report = public_report_html(release, HASHES)
     assert report.startswith("<!DOCTYPE html>") and '<meta charset="utf-8">' in report
     for outside in ("http://", "https://", "<link", "@import", "url(", "<script", "<img"):
@@ -120,7 +122,7 @@ def test_no_true_data_or_internal_facts_are_read(data, monkeypatch):
     """The report is built from the public report dict (and, as an example, the first published value)
     only: poisoning every true-data field of the release changes nothing; changing the published values
     changes only the example row."""
-    release = dpdesk.release(data, "lpa", epsilon=1.0, bound=3)
+    release = secure_run(data, "lpa", epsilon=1.0, bound=3)
     before = public_report_html(release, HASHES)
     release.internal = {"rows_truncated": 987654321}
     release.diagnostics = {"x": "987654321"}

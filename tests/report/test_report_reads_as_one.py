@@ -19,6 +19,8 @@ from tests.report.test_no_leak import CELL_SETTINGS, crafted_cells, declared_par
 from tests.report.test_pdf import pdf_pages_text
 from tests.report.test_public_report import text_of
 
+from tests.secure_run import secure_run
+
 QUESTIONS = ("What was published?", "How private is it?", "How accurate is it?")
 HASHES = {"release.csv": "ab" * 32, "release.json": "cd" * 32}
 
@@ -102,7 +104,7 @@ def test_long_reports_keep_headings_with_their_content(tmp_path, dpdesk_home):
     falls, no heading is left at the foot of a page (a planted removal of the keep-with-next rule
     leaves one there in this sweep)."""
     data = small_data("clinic visits", seed=4, rows=80, items=25, prefix="ward-")
-    release = publish(dpdesk.release(data, "gs", epsilon=0.8, bound=3))
+    release = publish(secure_run(data, "gs", epsilon=0.8, bound=3))
     for words in range(0, 320, 20):
         release.report["choice"] = {"stated": "we chose it carefully " * words, "observed": NOT_COMPARED}
         report = public_report_html(release, HASHES)

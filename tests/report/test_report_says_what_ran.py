@@ -24,6 +24,8 @@ from dpdesk.report.public import fmt, public_report_html
 from dpdesk.workflow import release_to_files
 from tests.report.test_public_report import text_of
 
+from tests.secure_run import secure_run
+
 GS_FAMILY = ("gs-r", "gs-s-row", "gs-s-col", "gs")
 STEP_EPSILON = re.compile(r"where (ε_[a-z]) = ([0-9.e+-]+) is this step's ε")
 
@@ -48,7 +50,7 @@ def report_text(release) -> str:
 # --- §6: the GS summary follows the estimator --------------------------------------------------
 
 def test_gs_paper_estimator_report_does_not_mention_a_noisy_total():
-    release = publish(dpdesk.release(incidence(), "gs", epsilon=0.69, bound=8, estimator="paper"))
+    release = publish(secure_run(incidence(), "gs", epsilon=0.69, bound=8, estimator="paper"))
     summary = release.report["mechanism"]["summary"]
     assert "noisy total" not in summary and "5%" not in summary and "declared bound Δ" in summary
     assert "noisy total of kept items" not in steps_of(release)
@@ -58,7 +60,7 @@ def test_gs_paper_estimator_report_does_not_mention_a_noisy_total():
 
 def test_gs_calibrated_summary_states_the_totals_share_of_its_own_epsilon():
     epsilon = 0.69
-    release = dpdesk.release(incidence(), "gs", epsilon=epsilon, bound=8)
+    release = secure_run(incidence(), "gs", epsilon=epsilon, bound=8)
     summary = release.report["mechanism"]["summary"]
     total = steps_of(release)["noisy total of kept items"]["epsilon"]
     assert total == pytest.approx(gs.TOTAL_SHARE * epsilon)
@@ -142,7 +144,7 @@ def test_one_item_is_singular():
 
 @pytest.mark.parametrize("mechanism_id", GS_FAMILY)
 def test_gs_reports_never_write_1_items(mechanism_id):
-    release = publish(dpdesk.release(incidence(items=3), mechanism_id, epsilon=5.0, bound=1))  # groups of 1
+    release = publish(secure_run(incidence(items=3), mechanism_id, epsilon=5.0, bound=1))  # groups of 1
     text = report_text(release)
     assert not re.search(r"\b1 items\b", text)
     assert re.search(r"\b1 item\b", text)
@@ -151,7 +153,7 @@ def test_gs_reports_never_write_1_items(mechanism_id):
 # --- §10: column meanings depend on the mechanism ----------------------------------------------
 
 def test_alpa_column_says_it_is_one_average_of_all_items():
-    release = publish(dpdesk.release(incidence(), "alpa", epsilon=0.69, bound=8))
+    release = publish(secure_run(incidence(), "alpa", epsilon=0.69, bound=8))
     meaning = column_meanings(release)["noisy_count"]
     assert "one noisy average" in meaning and "same in every row" in meaning
     assert meaning != COLUMNS["noisy_count"] and "people who have the item" not in meaning
@@ -162,7 +164,7 @@ def test_alpa_column_says_it_is_one_average_of_all_items():
 
 @pytest.mark.parametrize("mechanism_id", GS_FAMILY)
 def test_gs_column_says_it_is_the_groups_average(mechanism_id):
-    release = publish(dpdesk.release(incidence(), mechanism_id, epsilon=0.69, bound=3))
+    release = publish(secure_run(incidence(), mechanism_id, epsilon=0.69, bound=3))
     meanings = column_meanings(release)
     assert list(meanings) == ["item", "noisy_count", "margin95"]
     assert "average count of the item's group" in meanings["noisy_count"]
@@ -170,7 +172,7 @@ def test_gs_column_says_it_is_the_groups_average(mechanism_id):
 
 
 def test_lpa_column_still_says_count():
-    release = publish(dpdesk.release(incidence(), "lpa", epsilon=0.69, bound=3))
+    release = publish(secure_run(incidence(), "lpa", epsilon=0.69, bound=3))
     assert column_meanings(release)["noisy_count"] == COLUMNS["noisy_count"]
 
 
@@ -217,7 +219,7 @@ def test_gs_error_text_and_table_quote_the_same_rounded_up_figure(mechanism_id):
 def test_alpa_error_text_quotes_the_margin_of_its_noise():
     """ALPA publishes no margin (its one average hides how far each count is from it); its "Error to expect"
     quotes the noise's margin, as margin95 would have published it."""
-    release = dpdesk.release(incidence(), "alpa", epsilon=0.69, bound=8)
+    release = secure_run(incidence(), "alpa", epsilon=0.69, bound=8)
     margin = float(published_margin(np.asarray(release.noise_margin, dtype=float), whole=False))
     assert publish(release, raw=True).margin95 is None
     assert f"±{fmt(margin)} " in release.report["expected_error"]["text"]
