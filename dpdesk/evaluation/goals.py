@@ -61,6 +61,36 @@ class Goal:
         return out
 
 
+#: the question the Configure page asks, in words: (kind, answer, what the answer needs)
+GOAL_CHOICES = (
+    ("all", "Every count equally", ""),
+    ("largest", "The largest counts", "how many of the largest (K, 100 by default)"),
+    ("target", "Counts above a number, within a percentage", "the number N and the percentage R"),
+)
+GOAL_QUESTION = "What matters most in this release?"
+
+
+def goal_from_answers(kind: str, *, k: int | None = None, count: float | None = None,
+                      percent: float | None = None) -> Goal:
+    """The goal from the Configure page's answers (the same checks and messages as ``--goal``)."""
+    if kind == "largest":
+        return parse_goal(f"largest:{k}" if k is not None else "largest")
+    if kind == "target":
+        return parse_goal(f"target:{count},{percent}")
+    return parse_goal(kind)
+
+
+def comparison_metric(goal) -> tuple[str, dict]:
+    """The comparison's default measure for a goal (evaluation.metrics): the mean absolute error for every count,
+    the top-K mean relative error for the largest counts, the mean relative error for a target."""
+    goal = parse_goal(goal)
+    if goal.kind == "largest":
+        return "topk_mre", {"k": goal.k}
+    if goal.kind == "target":
+        return "mre", {}
+    return "mae", {}
+
+
 def learnt_k(k: int) -> int:
     """The K the rule was learnt for that is nearest to ``k`` on a log scale."""
     return min(LARGEST_KS, key=lambda known: abs(math.log(known) - math.log(max(1, k))))
@@ -135,5 +165,6 @@ def goal_losses(noisy, true) -> dict[str, float]:
     return out
 
 
-__all__ = ["DEFAULT_K", "GOAL_KINDS", "Goal", "LARGEST_KS", "TARGET_COUNTS", "TARGET_SHARES", "goal_losses",
-           "learnt_k", "parse_goal", "rule_goals", "target_column"]
+__all__ = ["DEFAULT_K", "GOAL_CHOICES", "GOAL_KINDS", "GOAL_QUESTION", "Goal", "LARGEST_KS", "TARGET_COUNTS",
+           "TARGET_SHARES", "comparison_metric", "goal_from_answers", "goal_losses", "learnt_k", "parse_goal",
+           "rule_goals", "target_column"]
