@@ -91,6 +91,28 @@ def runs(data, mechanism_id: str, epsilon: float, params: dict, seeds: int):
         yield publish(release, mechanism=mechanism)
 
 
+def cell_view(truth: np.ndarray, release):
+    """(published values, true values, margins, which are among the largest true) of a cell summary with margins:
+    the geometric mechanism over every cell of the table (a cell not listed is published as 0, with the same margin
+    as every cell), a count sketch over its buckets (their true values: the signed sums of the cells hashed there)."""
+    from dpdesk.mechanisms.sparse.sketch import hash_tables, index_bytes, sketch_counts
+
+    info = release.cells.info
+    margin = np.asarray(release.margin95, dtype=float)
+    if info.get("kind") == "sketch":
+        nonzero = np.flatnonzero(truth)
+        tables = hash_tables(bytes.fromhex(info["hash_key"]), info["depth"], index_bytes(truth.size))
+        true = sketch_counts(tables, nonzero, truth[nonzero].astype(np.int64), info["width"]).ravel().astype(float)
+        values = np.asarray(release.cells.values, dtype=float)
+        return values, true, margin, np.argsort(-np.abs(true), kind="stable")[:TOP]
+    values = np.zeros(truth.size)
+    values[release.cells.indices] = release.cells.values
+    assert np.all(margin == margin[0])  # noise of one scale on every cell
+    top = np.zeros(truth.size, dtype=bool)
+    top[np.argsort(-truth, kind="stable")[:TOP]] = True
+    return values, truth, np.full(truth.size, margin[0]), top
+
+
 def measure(truth: np.ndarray, releases, cells: bool = False) -> dict:
     covered, covered_top, margins, errors, withheld, published = [], [], [], [], 0, 0
     top = np.argsort(-truth, kind="stable")[:TOP]
@@ -100,12 +122,8 @@ def measure(truth: np.ndarray, releases, cells: bool = False) -> dict:
             withheld += 1
             continue
         if cells:
-            index = release.cells.indices
-            values = np.asarray(release.cells.values, dtype=float)
-            true = truth[index]
+            values, true, margin, largest = cell_view(truth, release)
             error = np.abs(values - true)
-            margin = np.asarray(release.margin95, dtype=float)
-            largest = np.isin(index, top)
             covered_top.append(error[largest] <= margin[largest])
         else:
             error = np.abs(np.asarray(release.values, dtype=float) - truth)

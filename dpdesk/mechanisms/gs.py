@@ -619,8 +619,6 @@ class _Grouping(Mechanism):
         return ("Items in the same group get the same published value: the group's noisy average.",
                 "People with more than Δ items keep a random Δ of them before anything is counted.")
 
-    estimates_whole_numbers = False  # a group's average count
-
     #: what the columns of the release files hold (dpdesk.report.export.column_meanings): group averages
     column_meanings = {
         "noisy_count": "the noisy average count of the item's group, shared by every item of the group: an "

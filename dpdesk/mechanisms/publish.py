@@ -20,7 +20,7 @@ buckets as they are: they are signed sums (cells enter with random signs), so ne
 buckets are kept, and its form says so ("whole numbers that may be below 0").
 What a summary lists depends on the form, so the mechanism's summary sentence and the
 number of cells listed in the report are rewritten for the form published
-(``form_report``), and selected cells get their own margin meaning (``margin_meaning``).
+(``form_report``).
 
 Raw values (``raw=True``, ``--raw``): the mechanism's values as they are — unbiased,
 fractional or negative — for analysts who aggregate them. After a whole-number
