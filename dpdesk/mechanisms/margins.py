@@ -18,11 +18,15 @@ published values and from public settings only.
 
 Windows
 -------
-Both estimates are sums over *windows*: runs of consecutive items in an order the release
-has already made private (GS: its groups, in the order of t_s; LPA and DPSense: the noisy
-counts, largest first), each holding at least ``WINDOW_ITEMS`` items. A window is a
-function of private values only, fixed before the estimate looks at the data, so each
-estimate is a separate ε-DP step composed after them (adaptive sequential composition).
+Both estimates are sums over *windows*: runs of consecutive groups in an order the release has
+already made private (GS: its groups, in the order of t_s; LPA and DPSense: the items by noisy
+count, largest first, each a group of its own), each holding at least ``WINDOW_ITEMS`` items and
+enough weight to stand above the estimate's own noise (``weighted_windows``: the published values
+adding up to ``LOSS_PRECISION`` noise deviations of the loss estimate, at most ``LOSS_WINDOWS``
+windows; the items' spread weights ω, below, adding up to ``SPREAD_PRECISION`` deviations of the
+spread estimate). A window is a function of private values and public scales only, fixed before
+the estimate looks at the data, so each estimate is a separate ε-DP step composed after them
+(adaptive sequential composition).
 
 The loss estimate (truncation) — ``estimate_loss``
 --------------------------------------------------
@@ -60,21 +64,29 @@ The margins
 Per item, from the estimates (post-processing):
 
 * the loss: D̂_i = κ_t·(L̃_b/V_b)·v_i, with v_i = max(published raw value, 0), V_b = Σ_{i∈b} v_i:
-  the window's loss rate applied to the item, times κ_t = ``LOSS_SAFETY``, because
-  within a window an item held mostly by people with long rows loses more than the
-  average (on retail, groceries and MovieLens at Δ = the mean row length the top 100
-  items' loss rates reach 1.3–1.6 times their window's);
-* the spread: Ŝ_i = κ_s·(Ã_b/U_b)·u_i with u_i = √max(v_i, 1) and U_b = Σ_{i∈b} u_i: the
-  window's mean smoothing error shared out towards larger values (an item's distance from
-  its group's average grows with the counts around it, about as their square root),
-  times κ_s = ``SPREAD_SAFETY`` for the 95% point of a spread whose mean is known;
+  the window's loss rate applied to the item, times κ_t = ``LOSS_SAFETY``, because within a
+  window an item held mostly by people with long rows loses more than the average (on retail,
+  groceries and MovieLens at Δ = the mean row length the top 100 items' loss rates reach
+  1.3–1.6 times their window's);
+* the spread (grouped releases): Ŝ_i = κ_s·((max(Ã_b, 0) + σ_A)/Ω_b)·ω_i, Ω_b = Σ_{i∈b} ω_i, with
+  ω_i = |r̂·t_i − v_g(i)| + r̂·√(σ_t² + max(t_i, 0)) + h·v_g(i) (``spread_weights``): how far the
+  noisy sample puts the item from its group's value, that sample's own error (its noise and the
+  sampling, in counts: r̂ = Σv/Σt), and h = ``HOLDERS_SPREAD`` of the value for what the sample
+  cannot see (items alike in the sample whose holders hold many or few items differ in their
+  counts). The window's smoothing error is shared out in proportion to ω, taken one noise
+  deviation σ_A high (a noisy estimate errs wide, not narrow), times κ_s = ``SPREAD_SAFETY`` for the
+  95% point of a spread whose mean is known;
 * the noise: q_i, the 95% half-width of the noise on the published value (public scales).
 
 margin_i = √(q_i² + Ŝ_i²) + D̂_i: the noise and the smoothing error are independent and
 symmetric, so their 95% points add in quadrature; the loss is one-sided and is added.
-The safety factors are public constants, measured on the seven public datasets of
+The safety factors and h are public constants, measured on the seven public datasets of
 ``benchmarks/bench_coverage.py`` like the recommendation's rule — never on the data of a
 release.
+
+A grouped release publishes no margin when its noisy sample cannot locate the large counts
+(``unlocated``, decided from t_s before anything is set aside for the margins): then a large count
+may sit in a group of small ones, and no margin of a sensible width covers it.
 
 When the estimate cannot carry a margin (``loss_withheld``): the release publishes no
 margin, and says why, when the noise on the loss estimate exceeds ``UNCERTAIN`` of the
@@ -104,7 +116,8 @@ SPREAD_PRECISION = 4  # a spread window's weights add up to at least this many s
 HOLDERS_SPREAD = 0.25  # the holders of items alike in the sample differ in row length: about ± this share of a count
 LOCATE_TOP, LOCATE = 100, 1.5  # the k-th largest sample count must be 1.5 times what the sample may misplace it by
 LOSS_SAFETY = 1.7  # κ_t
-SPREAD_SAFETY = 3.5  # κ_s
+SPREAD_SAFETY = 2.5  # κ_s
+SPREAD_NOISE_SDS = 1.0  # each window's estimate is taken one noise deviation high: a noisy estimate errs wide
 UNCERTAIN = 0.25  # withheld when the loss estimate's noise (sd) exceeds this share of the kept items
 FAR_TOLERANCE = 0.25  # withheld when far people may carry more than this share of the simulated loss
 
@@ -347,7 +360,8 @@ def estimate_spread(counts: np.ndarray, order: np.ndarray, bounds: np.ndarray, b
 def spread_margin(estimate: SpreadEstimate) -> np.ndarray:
     """Ŝ_i = κ_s·(Ã_b/Ω_b)·ω_i, Ω_b = Σ_{i∈b} ω_i (module notes)."""
     totals = np.bincount(estimate.window, weights=estimate.weights, minlength=estimate.spread.size)
-    rate = np.maximum(estimate.spread, 0.0) / np.maximum(totals, 1e-300)
+    upper = np.maximum(estimate.spread, 0.0) + SPREAD_NOISE_SDS * math.sqrt(discrete_laplace_variance(estimate.scale))
+    rate = upper / np.maximum(totals, 1e-300)
     return SPREAD_SAFETY * rate[estimate.window] * estimate.weights
 
 
