@@ -792,8 +792,12 @@ class _GSS(_SampledGrouping):
         if params["diagnostics"]:
             diagnostics["ordering"] = ordering_diagnostic(noisy, counts, order, w)
             info["smoothing_l1"] = smoothing_l1(counts, order, w)
-        return self.finish(data, epsilon, params, budget, source, values, prepared, diagnostics=diagnostics,
-                           internal=info, noise_margin=noise, margins=margins)
+        release = self.finish(data, epsilon, params, budget, source, values, prepared, diagnostics=diagnostics,
+                              internal=info, noise_margin=noise, margins=margins)
+        # the averages' ε as it ran (an unlocated sample sets nothing aside for margins)
+        release.report["expected_error"] = _average_noise_error(
+            1.0 / averages, f"1/ε_g, where ε_g = {averages:.4g} is the averages' ε", w)
+        return release
 
     def averages_epsilon(self, epsilon: float, params: dict, w: int | None = None, located: bool = True) -> float:
         """ε_g: the second half of ε, less what the margins' estimates spend."""
