@@ -128,14 +128,13 @@ from ..privacy.noise import discrete_laplace
 from ..tasks import CancelToken, ProgressFn, scaled as scaled_progress
 from . import register
 from .base import NO_BOUND, Diagnostic, Mechanism, Param, counts_error
-from .margins import (LOSS_STEP, MARGIN_SHARE_PARAM, NO_SHARE, Margins, loss_margin, loss_step_text, margin_budget,
-                      total_margin, truncation_margin, value_order)
 from .publish import discrete_laplace_margin
 
 FAMILY = "Sensitivity control (Day & Li, DPSense)"
-#: why DPSense publishes no margin of error with a declared maximum cell value (dpdesk.mechanisms.publish)
-VALUES_NO_MARGIN = ("with values per cell, scaling a person's row down to θ* lowers the values by amounts that the "
-                    "release estimates for yes/no data only")
+#: why DPSense publishes no margin of error (dpdesk.mechanisms.publish; issue 28)
+NO_MARGIN = ("scaling the rows of people with more than θ* items down to θ* lowers each count by a share that depends "
+             "on who holds the item, and among the many small counts the noise pushes up, the release cannot tell "
+             "which of the large values lost the most")
 PAPER = "Day & Li, Differentially Private Publishing of High-dimensional Data Using Sensitivity Control (DPSense)"
 
 MAX_GRID_NOISE = 2.0**48  # largest noise scale in grid units we ask of the sampler (limit 2^50)
@@ -606,8 +605,6 @@ class Prepared:
 class _SensitivityControl(Mechanism):
     """What DPSense and DPSense-S share: budget split, layout, release."""
 
-    margins_published = True  # dpdesk.mechanisms.margins
-
     family = FAMILY
     purpose = NO_BOUND
     paper = PAPER
@@ -618,24 +615,15 @@ class _SensitivityControl(Mechanism):
         if data is None:
             return params
         _, cell_max = value_grid(declared_max_value(params))
-        epsilon_counts = self.split(epsilon, params)[1]
+        epsilon_counts = epsilon * (1 - params["selection_share"])
         if MAX_GRID_NOISE * epsilon_counts / (data.n_items * cell_max) < 1:
             raise ParameterError(f"ε = {epsilon:g} is too small for {data.n_items:,} items: the largest threshold "
                                  "would need more noise than can be sampled. Use a larger ε.")
         return params
 
     def split(self, epsilon: float, params: dict) -> tuple[float, float]:
-        """(ε_c, ε_p): the selection's share, and the rest less the margins' loss estimate (when there is one)."""
         select = epsilon * params["selection_share"]
-        return select, epsilon - select - self.loss_epsilon(epsilon, params)
-
-    @staticmethod
-    def loss_epsilon(epsilon: float, params: dict) -> float:
-        """ε_L of the margins' estimate of what the normalisation removed: only for yes/no data (no declared r:
-        with values per cell the normalisation scales values, which the estimate does not simulate)."""
-        if params.get("max_value") is not None:
-            return 0.0
-        return margin_budget(epsilon, {**params, "bound": 0}, ("loss",)).get("loss", 0.0)
+        return select, epsilon - select
 
     def quality_sensitivity(self, layout: Layout) -> float:
         """Δq = R/V (≤ r; 1 for binary data), module notes."""
@@ -684,11 +672,8 @@ class _SensitivityControl(Mechanism):
             internal["values_counted_as_one"] = ("the data holds values other than 1; without a declared r "
                                                  "every non-zero cell was counted as 1")
         margin = discrete_laplace_margin(noise_units, grid * layout.value_grid) * (alpha if self.scales_counts else 1.0)
-        margins = self.normalised_margins(data, values, margin, k, alpha if self.scales_counts else 1.0, epsilon,
-                                          params, budget, source)
-        release = margins.attach(self.new_release(data, epsilon, params, budget, source, values=values,
-                                                  diagnostics=diagnostics, internal=internal, noise_margin=margin,
-                                                  **margins.fields()))
+        release = self.new_release(data, epsilon, params, budget, source, values=values, diagnostics=diagnostics,
+                                   internal=internal, noise_margin=margin, margin_withheld=NO_MARGIN)
         release.report["selection"] = {
             "form": self.form_text(params), "quality_sensitivity": prepared.sensitivity,
             "candidates": prepared.sampler.n, "theta": theta, **({"alpha": alpha} if self.scales_counts else {})}
@@ -700,39 +685,6 @@ class _SensitivityControl(Mechanism):
                                                                        if self.scales_counts else "."))
         release.report["expected_error"] = expected
         return release
-
-    def normalised_margins(self, data, values, noise, level: int, alpha: float, epsilon: float, params: dict,
-                           budget, source) -> Margins:
-        """The margins: noise, and what the normalisation to θ* removed (the loss step at level θ* = k, for yes/no
-        data; dpdesk.mechanisms.margins), and for DPSense-S what the factor α* adds.
-
-        A person with ℓ > θ items keeps θ/ℓ of each, so item i loses Σ_{holders with ℓ > θ} (1 − θ/ℓ): exactly the
-        expected loss of a truncation to θ random items, which the loss step simulates. The published value is
-        α·(c − D + noise) (α = 1 for DPSense, and negatives set to 0 only move it towards c), so its error against the
-        true count c is α·noise + (α − 1)·c − α·D, whose bias lies between −α·D and (α − 1)·c: the margin adds
-        max(α·D̂, (α − 1)·ĉ) to the noise's, with ĉ = v/α + D̂ (the published value brought back to a count)."""
-        share = self.loss_epsilon(epsilon, params)
-        if params.get("max_value") is not None:
-            return Margins(withheld=VALUES_NO_MARGIN)
-        if not share:
-            return Margins(withheld=NO_SHARE)
-        from ..privacy.bounding import prepare_bound
-
-        counts = np.asarray(values, dtype=np.float64) / alpha
-        bounded = prepare_bound(data, int(level))
-        order, bounds = value_order(counts)
-        loss, reason, estimate = truncation_margin(data, bounded, counts, order, bounds, share, source, what="θ*")
-        budget.add(LOSS_STEP.replace("Δ", "θ*"), share, loss_step_text(estimate.level, estimate, "θ*"))
-        report = {"truncation": estimate.to_report(counts)}
-        if reason:
-            return Margins(withheld=reason, report=report)
-        bias = np.maximum(alpha * loss, (alpha - 1.0) * (counts + loss))
-        return Margins(total_margin(noise, 0.0, bias), report=report)
-
-    def margin_covers(self, params):
-        text = ("the noise and the counts lost when the rows of people with more than θ* items were scaled down to θ* "
-                "items (estimated privately)")
-        return text + (", and what the factor α* adds" if self.scales_counts else "")
 
     def form_text(self, params) -> str:
         if params.get("selection_form") == "one-directional":
@@ -787,11 +739,10 @@ class DPSense(_SensitivityControl):
     summary = ("Chooses a threshold θ privately, scales each person's row down to at most θ items, and adds "
                "noise of scale θ/ε: no bound Δ is needed.")
     order = 40
-    params = (SELECTION_SHARE, SELECTION_FORM, MAX_VALUE, MARGIN_SHARE_PARAM)
+    params = (SELECTION_SHARE, SELECTION_FORM, MAX_VALUE)
 
     def prepare_key(self, epsilon, params):
-        return (epsilon, params["selection_share"], params["selection_form"], params["max_value"],
-                params["margin_share"])
+        return (epsilon, params["selection_share"], params["selection_form"], params["max_value"])
 
     def prepare(self, data, epsilon, params, progress, cancel):
         layout = self.layout(data, params)
@@ -833,11 +784,10 @@ class DPSenseS(_SensitivityControl):
                "the under-estimate from normalizing long rows.")
     order = 41
     scales_counts = True
-    params = (SELECTION_SHARE, ALPHA_STEPS, MAX_VALUE, MARGIN_SHARE_PARAM)
+    params = (SELECTION_SHARE, ALPHA_STEPS, MAX_VALUE)
 
     def prepare_key(self, epsilon, params):
-        return (epsilon, params["selection_share"], params["alpha_steps"], params["max_value"],
-                params["margin_share"])
+        return (epsilon, params["selection_share"], params["alpha_steps"], params["max_value"])
 
     def prepare(self, data, epsilon, params, progress, cancel):
         steps = params["alpha_steps"]

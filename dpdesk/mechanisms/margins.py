@@ -3,9 +3,8 @@
 A published value differs from the item's TRUE count — the count of everyone who holds
 it, before any truncation — by its noise plus the mechanism's bias:
 
-* **truncation** (every mechanism with a declared bound Δ, and DPSense's normalisation
-  at its threshold θ*): people with more than Δ items keep Δ of them, so counts are too
-  low by D_i = the number of lost holdings of item i;
+* **truncation** (every mechanism with a declared bound Δ): people with more than Δ items
+  keep Δ of them, so counts are too low by D_i = the number of lost holdings of item i;
 * **smoothing** (the GS family): an item gets its group's average c̄_g, off by c_i − c̄_g.
 
 Neither can be read off the data for free, and neither can be bounded from values the
@@ -19,7 +18,7 @@ published values and from public settings only.
 Windows
 -------
 Both estimates are sums over *windows*: runs of consecutive groups in an order the release has
-already made private (GS: its groups, in the order of t_s; LPA and DPSense: the items by noisy
+already made private (GS: its groups, in the order of t_s; LPA and DIFF: the items by noisy
 count, largest first, each a group of its own), each holding at least ``WINDOW_ITEMS`` items and
 enough weight to stand above the estimate's own noise (``weighted_windows``: the published values
 adding up to ``LOSS_PRECISION`` noise deviations of the loss estimate, at most ``LOSS_WINDOWS``
@@ -30,12 +29,11 @@ the estimate looks at the data, so each estimate is a separate ε-DP step compos
 
 The loss estimate (truncation) — ``estimate_loss``
 --------------------------------------------------
-Simulated loss: every person with ℓ > level items (level = Δ' = min(Δ, d), or θ*) gets
+Simulated loss: every person with ℓ > level items (level = Δ' = min(Δ, d)) gets
 a fresh uniformly random subset of k = min(ℓ − level, (F − 1)·level) of their items
 (``FAR`` = F = 4); ``lost_i`` counts the people whose subset holds item i. For a person
 with ℓ ≤ F·level, E[their part of lost_i] = (ℓ − level)/ℓ = the chance that truncation
-to ``level`` random items drops item i, and exactly the share DPSense's normalisation
-removes; so E lost_i = E D_i up to the people beyond F·level ("far" people), who are
+to ``level`` random items drops item i; so E lost_i = E D_i up to the people beyond F·level ("far" people), who are
 counted at (F − 1)·level lost items only. The vector released is (L_b) = (Σ_{i∈b} lost_i)
 over the windows b, plus n_far, the number of far people.
 
@@ -87,6 +85,12 @@ release.
 A grouped release publishes no margin when its noisy sample cannot locate the large counts
 (``unlocated``, decided from t_s before anything is set aside for the margins): then a large count
 may sit in a group of small ones, and no margin of a sensible width covers it.
+
+DPSense publishes no margin: its normalisation to θ* is a cut of the same kind, which the loss
+step could simulate, but on sparse data (MovieLens, Last.fm, UCI Adult as items) the noise pushes
+many small counts above the large ones, so a window of the largest values holds mostly small counts
+and its loss rate misses the large ones' (coverage of the 100 largest 27–85% in
+benchmarks/bench_coverage.py).
 
 When the estimate cannot carry a margin (``loss_withheld``): the release publishes no
 margin, and says why, when the noise on the loss estimate exceeds ``UNCERTAIN`` of the
@@ -234,7 +238,7 @@ class LossEstimate:
     level: int
     scale: float  # b_L, the noise scale of each L̃_b
     epsilon: float
-    what: str = "Δ"  # the bound's name: Δ, or DPSense's θ*
+    what: str = "Δ"  # the bound's name in the report's words
 
     def to_report(self, values: np.ndarray) -> dict:
         """The public account of the step: its noisy figures, and the share of the counts it says were lost."""
@@ -260,11 +264,14 @@ def estimate_loss(lost: np.ndarray, far: int, window: np.ndarray, windows: int, 
     return LossEstimate(window, noisy, noisy_far, int(level), scale, epsilon)
 
 
-def loss_margin(values: np.ndarray, estimate: LossEstimate) -> np.ndarray:
-    """D̂_i = κ_t·(L̃_b/V_b)·v_i for every item (module notes)."""
+def loss_margin(values: np.ndarray, estimate: LossEstimate, noise=0.0) -> np.ndarray:
+    """D̂_i = κ_t·(L̃_b/V_b)·v_i for every item, with V_b = Σ_{i∈b} max(v_i − q_i, 0): each value less its noise's 95%
+    point, because a window of the largest published values also holds small counts its noise pushed up, whose
+    loss is small (module notes)."""
     v = np.maximum(np.asarray(values, dtype=np.float64), 0.0)
     windows = estimate.lost.size
-    totals = np.bincount(estimate.window, weights=v, minlength=windows)
+    shrunk = np.maximum(v - np.asarray(noise, dtype=np.float64), 0.0)
+    totals = np.bincount(estimate.window, weights=np.broadcast_to(shrunk, v.shape), minlength=windows)
     rate = np.maximum(estimate.lost.astype(np.float64), 0.0) / np.maximum(totals, 1.0)
     return LOSS_SAFETY * rate[estimate.window] * v
 
@@ -412,7 +419,8 @@ def weighted_windows(weights: np.ndarray, order: np.ndarray, bounds: np.ndarray,
 
 
 def truncation_margin(data, bounded, values: np.ndarray, order: np.ndarray, bounds: np.ndarray, epsilon: float,
-                      source: RandomSource, what: str = "Δ") -> tuple[np.ndarray | None, str | None, LossEstimate]:
+                      source: RandomSource, what: str = "Δ", noise=0.0) -> tuple[np.ndarray | None, str | None,
+                                                                                  LossEstimate]:
     """(D̂ per item or None, why withheld, the estimate): the loss step for a truncation to Δ' (``bounded``)
     with windows over the groups ``bounds`` of ``order``, and its margins."""
     level = max(1, min(int(bounded.bound), int(values.size)))
@@ -422,7 +430,7 @@ def truncation_margin(data, bounded, values: np.ndarray, order: np.ndarray, boun
     estimate = estimate_loss(lost, far, window, windows, level, epsilon, source)
     estimate.what = what
     reason = loss_withheld(values, estimate, what)
-    return (None if reason else loss_margin(values, estimate)), reason, estimate
+    return (None if reason else loss_margin(values, estimate, noise)), reason, estimate
 
 
 @dataclass
@@ -462,7 +470,7 @@ def count_margins(data, bounded, values: np.ndarray, noise, epsilon: float, para
         return Margins(withheld=NO_SHARE)
     if order is None:
         order, bounds = value_order(values)
-    loss, reason, estimate = truncation_margin(data, bounded, values, order, bounds, share, source)
+    loss, reason, estimate = truncation_margin(data, bounded, values, order, bounds, share, source, noise=noise)
     budget.add(LOSS_STEP, share, loss_step_text(estimate.level, estimate, declared=params.get("bound")))
     report = {"truncation": estimate.to_report(values)}
     if reason:

@@ -633,23 +633,6 @@ def test_gs_estimate_of_the_smoothing_error(epsilon):
     # (the GS family's loss step is LPA's, the same function with windows over the groups: measured above)
 
 
-@pytest.mark.parametrize("epsilon", EPSILONS)
-def test_dpsense_estimate_of_what_theta_cut_off(epsilon):
-    """Rows of 4 items: when θ* ≥ 4 nothing is normalised and the loss estimate is noise alone (runs with a smaller
-    θ* are left out: their simulated loss is random)."""
-    data = equal_rows(4000, 16, 4, seed=34)
-    runs = [r for r in releases(data, "dpsense", epsilon, 900, seed=35) if r.report["selection"]["theta"] >= 4]
-    assert len(runs) >= 650
-    levels = {int(r.report["margin_estimates"]["truncation"]["level"]) for r in runs}
-    windows = np.concatenate([r.report["margin_estimates"]["truncation"]["lost_by_window"] for r in runs])
-    sensitivity = np.concatenate([np.full(len(r.report["margin_estimates"]["truncation"]["lost_by_window"]),
-                                          (FAR - 1) * int(r.report["margin_estimates"]["truncation"]["level"]))
-                                  for r in runs])
-    claimed = step(runs[0], "estimate of what θ* cut off")
-    assert levels and min(levels) >= 4
-    check(measured_epsilon(windows, sensitivity, claimed * (1 - FAR_SHARE), what="DPSense loss: windows"))
-
-
 # --- every step of every budget table is measured above -----------------------------------------
 
 MEASURED = {
@@ -665,8 +648,8 @@ MEASURED = {
     "gs": {"noisy sample t_s", "noisy total of kept items", "noisy group averages", "estimate of the smoothing error",
            "estimate of what Δ cut off"},
     "fpa": {"noisy Fourier coefficients"},
-    "dpsense": {"choose θ", "noisy counts", "estimate of what θ* cut off"},
-    "dpsense-s": {"choose θ and α", "noisy counts", "estimate of what θ* cut off"},
+    "dpsense": {"choose θ", "noisy counts"},
+    "dpsense-s": {"choose θ and α", "noisy counts"},
     "sketch": {"noisy sketch"},
     **{m: {"noisy summary", "estimate non-empty cells n", "estimate non-empty cells n and people ‖M‖₁"}
        for m in ("geometric", "filter", "filter2", "threshold", "priority", "filter-threshold", "filter-priority",
