@@ -753,8 +753,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what matters most: all (every count equally, the default), largest or largest:K (the K "
                         "largest counts; K = 100 by default), or target:N,R (counts of at least N within ±R%%)")
     p.add_argument("--no-margins", dest="no_margins", action="store_true",
-                   help="also consider mechanisms that publish no margin of error (ALPA, FPA, GS-R, filtered or "
-                        "sampled cell summaries)")
+                   help="also consider mechanisms that publish no margin of error (ALPA, FPA, GS-R, DPSense, "
+                        "filtered or sampled cell summaries)")
     p.add_argument("--people", type=int, help="about how many people the data holds (your statement; shapes the "
                                               "stand-in of the margin preview)")
     domain = p.add_argument_group("declared domain (its size is what the recommendation needs)")

@@ -151,7 +151,7 @@ def choices_for(situation: str) -> list[str]:
 
 
 def publishes_margins(arm: Arm) -> bool:
-    """Whether the arm's mechanism publishes margins of error (ALPA, FPA and GS-R never do: issue 28)."""
+    """Whether the arm's mechanism publishes margins of error (ALPA, FPA, GS-R and DPSense never do: issue 28)."""
     from ..mechanisms import get
 
     return bool(getattr(get(arm.mechanism), "margins_published", False))

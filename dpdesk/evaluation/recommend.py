@@ -222,7 +222,7 @@ def recommend(kind: str, domain_size: int, epsilon: float, bound: int | None = N
 
     ``goal``: what the steward cares about (:mod:`.goals`: ``all``, ``largest[:K]``, ``target:N,R``, or a Goal);
     ``margins``: the steward wants a margin of error on every value, so a mechanism that never publishes them
-    (ALPA, FPA, GS-R, filtered or sampled cell summaries) is not proposed."""
+    (ALPA, FPA, GS-R, DPSense, filtered or sampled cell summaries) is not proposed."""
     goal = parse_goal(goal)
     facts = check_inputs(kind, domain_size, epsilon, bound, typical_row_length)
     if kind == "cells":

@@ -33,8 +33,8 @@ shared average) — at least 95% of the time. The mechanism states it before pub
 (``release.error_margin``, against the true count, for its raw values), computed from
 values the release already paid for and declared facts only (:mod:`.margins` has the
 derivations, each mechanism its part); a mechanism whose bias no private value bounds
-(ALPA's one average, FPA's dropped coefficients, GS-R's random groups, summaries that
-select cells by their noisy values) states why instead (``release.margin_withheld``) and
+(ALPA's one average, FPA's dropped coefficients, GS-R's random groups, DPSense's
+normalisation on sparse data, summaries that select cells by their noisy values) states why instead (``release.margin_withheld``) and
 publishes no margin: the ``margin95`` column is there, empty, and the report's first page
 gives the reason. For raw values the margin is ``error_margin`` rounded up to three
 significant digits. For whole numbers: the true count c is a whole number, so when

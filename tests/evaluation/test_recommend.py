@@ -63,7 +63,7 @@ def test_shipped_rule_matches_the_code(rule):
             assert evaluation["largest_guard"]["cases_over_guard"] == 0, (goal, variant, name,
                                                                           evaluation["largest_guard"])
     margins = {c for _, variant, _, part in parts(rule) if variant == "margins" for c in part["choices"]}
-    assert not {c.partition("@")[0] for c in margins} & {"alpa", "fpa", "gs-r"}  # they never publish margins
+    assert not {c.partition("@")[0] for c in margins} & {"alpa", "fpa", "gs-r", "dpsense", "dpsense-s"}
     trained_on = {d["name"] for d in rule["datasets"] if d["group"] == "real"}
     assert trained_on == REAL
     assert sum(d["group"] == "held-out synthetic" for d in rule["datasets"]) >= 8
