@@ -167,6 +167,10 @@ def main(argv=None) -> int:
         for variant, situations in variants.items():
             for situation, part in situations.items():
                 evaluation = part["evaluation"]
+                if evaluation is None:
+                    print(f"{goal} ({'margins required' if variant == 'margins' else 'any mechanism'}) {situation}: "
+                          "no mechanism to choose from")
+                    continue
                 loo, held = evaluation["leave_one_real_dataset_out"], evaluation["held_out_synthetic"]
                 guard = evaluation.get("largest_guard")
                 print(f"{goal} ({'margins required' if variant == 'margins' else 'any mechanism'}) {situation}: "

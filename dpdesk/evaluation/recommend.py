@@ -149,6 +149,10 @@ def check_rule(rule, where="the rule") -> dict:
                 expected = margin_choices(name) if variant == "margins" else choices_for(name)
                 if part.get("choices") != expected:
                     bad(f"the choices of '{where_part}' differ")
+                if not expected:  # nothing to choose from (margins asked, no bound and no row length declared)
+                    if part.get("tree") is not None:
+                        bad(f"'{where_part}' has a tree but no choices")
+                    continue
                 _check_node(part.get("tree"), set(part["features"]), set(part["choices"]), bad, where_part)
     return rule
 
@@ -232,6 +236,11 @@ def recommend(kind: str, domain_size: int, epsilon: float, bound: int | None = N
     rule = rule if rule is not None else load_rule()
     situation = situation_of(facts)
     part = rule["goals"][goal.rule_key]["margins" if margins else "any"][situation]
+    if part["tree"] is None:
+        raise RecommendationError(
+            "Every mechanism that needs no bound Δ publishes no margin of error (ALPA's one average, DPSense's "
+            "scaling hide how far each count is). Declare a bound Δ, or about how many items a typical person holds "
+            "(the recommendation then proposes Δ), to get a mechanism with margins; or ask for one without margins.")
     values = feature_values(facts, situation, goal.kind if goal.kind == "target" else "all")
     node, path = part["tree"], []
     while "choice" not in node:

@@ -495,6 +495,8 @@ def worst_guard(tree: dict, cases: Cases) -> dict | None:
 def learn_part(measurements: pd.DataFrame, situation: str, goal: str, margins: bool, real: list[str]) -> dict:
     """One tree (situation × goal × variant) with its evaluation (module notes)."""
     cases = situation_cases(measurements, situation, goal, margins=margins)
+    if not cases.choices:  # e.g. margins asked with nothing declared: every bound-free mechanism withholds them
+        return {"features": cases.features, "choices": [], "tree": None, "evaluation": None}
     trained = np.isin(cases.group, TRAINED_GROUPS)
     train, held = cases.subset(trained), cases.subset(cases.group == HELD_OUT_GROUP)
     tree = learn_tree(train)

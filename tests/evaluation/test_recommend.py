@@ -54,6 +54,9 @@ def test_shipped_rule_matches_the_code(rule):
         assert set(rule["goals"][goal][variant]) == set(SITUATIONS)
         assert part["features"] == features_for(name, goal)
         assert part["choices"] == (margin_choices(name) if variant == "margins" else choices_for(name))
+        if not part["choices"]:  # margins asked and nothing declared: no bound-free mechanism publishes them
+            assert (variant, name, part["tree"], part["evaluation"]) == ("margins", "nothing", None, None)
+            continue
         evaluation = part["evaluation"]
         loo = evaluation["leave_one_real_dataset_out"]
         assert set(loo["datasets"]) == REAL  # every real dataset was held out once
@@ -125,7 +128,7 @@ HAND_RULE_TREES = {
 HAND_MARGIN_TREES = {"bound_and_length": {"choice": "gs", "cases": 3, "hits": 2, "ranking": [["gs", 2], ["lpa", 1]]},
                      "bound_only": {"choice": "lpa", "cases": 3, "hits": 2, "ranking": [["lpa", 2]]},
                      "length_only": {"choice": "gs@2", "cases": 3, "hits": 2, "ranking": [["gs@2", 2]]},
-                     "nothing": {"choice": "dpsense", "cases": 3, "hits": 2, "ranking": [["dpsense", 2]]}}
+                     "nothing": None}  # no bound-free mechanism publishes margins: nothing to choose from
 
 
 @pytest.fixture(scope="module")
@@ -182,27 +185,31 @@ def test_without_a_bound_the_rule_proposes_one_from_the_row_length(hand_rule):
 def test_canonical_cases_with_the_shipped_rule(rule):
     """What the shipped rule says on shapes like the real datasets'. Re-learning the rule may change these
     picks: check the new ones make sense and update them together with resources/recommend/rule.json."""
-    # retail-like: many items, people hold few of them → grouping shares the noise
+    # retail-like: many items, people hold few of them → grouping shares the noise over every count, while for the
+    # largest counts (and for a target) noise on every count keeps them apart
     retail = recommend("incidence", 16_470, 0.69, bound=20, typical_row_length=10.3, rule=rule)
     assert (retail.mechanism, retail.params) == ("gs", {"bound": 20})
-    assert "10.3 of your 16,470 items, that is 0.063% (below 2%)" in retail.reasons[0]
-    assert "counts are small" in retail.reasons[0]
-    assert "ε = 0.69" in retail.reasons[1]
-    # chess-like: few items, people hold half of them → no bound needed, the declared Δ is not used
+    assert retail.reasons[0].startswith("You asked for what suits every count equally")
+    assert "Your bound Δ = 20 items per person (below 29)" in retail.reasons[1]
+    assert recommend("incidence", 16_470, 0.69, bound=20, typical_row_length=10.3, goal="largest",
+                     rule=rule).mechanism == "lpa"
+    # chess-like: few items, people hold half of them; with margins asked the bound-free DPSense is not offered
     chess = recommend("incidence", 75, 1.0, bound=37, typical_row_length=37, rule=rule)
-    assert (chess.mechanism, chess.params) == ("dpsense", {})
-    assert "37 of your 75 items, that is 49% (at least 2%)" in chess.reasons[0] and "75 items" in chess.reasons[1]
-    assert any("Δ = 37 is not used" in r for r in chess.reasons)
-    # groceries-like with a row length only: LPA with Δ proposed at the typical row length
+    assert (chess.mechanism, chess.params) == ("gs", {"bound": 37})
+    assert recommend("incidence", 75, 1.0, bound=37, typical_row_length=37, rule=rule,
+                     margins=False).mechanism.startswith("dpsense")
+    # groceries-like with a row length only: LPA with Δ proposed from the typical row length
     groceries = recommend("incidence", 169, 0.69, typical_row_length=4.4, rule=rule)
-    assert (groceries.mechanism, groceries.params) == ("lpa", {"bound": 4})
-    assert any("proposes Δ = 4 (the typical row length" in r for r in groceries.reasons)
-    # nothing declared but ε and d: only the mechanisms that need no bound
-    nothing = recommend("incidence", 75, 0.69, rule=rule)
-    assert nothing.mechanism == "dpsense" and any("neither a bound" in r for r in nothing.reasons)
+    assert (groceries.mechanism, groceries.params) == ("lpa", {"bound": 9})
+    assert any("proposes Δ = 9 (2 times the typical row length" in r for r in groceries.reasons)
+    # nothing declared but ε and d: only the mechanisms that need no bound, none of which publishes margins
+    with pytest.raises(RecommendationError, match="Declare a bound Δ, or about how many items a typical person holds"):
+        recommend("incidence", 75, 0.69, rule=rule)
+    nothing = recommend("incidence", 75, 0.69, rule=rule, margins=False)
+    assert nothing.mechanism in ("dpsense", "dpsense-s", "alpa") and any("neither a bound" in r for r in nothing.reasons)
     for advice in (retail, chess, groceries, nothing):
         assert any("did not look at the data" in r for r in advice.reasons)
-        assert any("within 10% of the lowest error" in r for r in advice.reasons)
+        assert any("within 10% of the lowest error for this goal" in r for r in advice.reasons)
 
 
 @pytest.mark.parametrize("epsilon", [0.05, 0.69, 5.0])
@@ -211,7 +218,8 @@ def test_every_recommendation_is_a_setting_the_mechanism_accepts(rule, epsilon):
     for items in (2, 40, 3_000, 200_000):
         for bound, length in [(None, None), (None, 1.5), (None, min(items, 60)), (1, None), (25, 2.0),
                               (400, min(items, 30))]:
-            advice = recommend("incidence", items, epsilon, bound=bound, typical_row_length=length, rule=rule)
+            advice = recommend("incidence", items, epsilon, bound=bound, typical_row_length=length, rule=rule,
+                               margins=bound is not None or length is not None)
             mechanism = dpdesk.mechanisms.get(advice.mechanism)
             assert mechanism.releasable
             mechanism.validate(domain_only("incidence", items), epsilon, advice.params)
