@@ -385,9 +385,11 @@ class ReleasePage(QWidget):
             return
         entry = (release.report.get("ledger") or {}).get("entry")
         published = (release.report.get("publication") or {}).get("form", "")
+        withheld = (release.report.get("publication") or {}).get("margin_withheld", "")
         self.status.setText(f"Released with {release.mechanism} at ε = {release.epsilon:.4g} "
                             f"({release.randomness}); recorded in the ledger as entry #{entry}"
-                            + (f"; published as {published}, each with its margin of error" if published else "")
+                            + (f"; published as {published}, " + ("each with its margin of error" if release.margin95
+                               is not None else "with no margin of error: " + withheld) if published else "")
                             + ". Check the preview, then export.")
         margins = [release.margin95] if release.margin95 is not None else []
         margin_header = ["± margin (95%)"] if margins else []
