@@ -12,6 +12,7 @@ import json
 import os
 import re
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import __version__
@@ -51,6 +52,10 @@ def _import_options(args) -> dict:
             options[key] = _column(value)
     if getattr(args, "attributes", None):
         options["attributes"] = [_column(a.strip()) for a in args.attributes.split(",") if a.strip()]
+    if getattr(args, "item_columns", None):
+        options["item_columns"] = [_column(a.strip()) for a in args.item_columns.split(",") if a.strip()]
+    if getattr(args, "column_names", None) is not None:
+        options["column_names"] = [name.strip() for name in args.column_names.split(",")]
     if getattr(args, "sheet", None) is not None:
         options["sheet"] = args.sheet
     if getattr(args, "name", None):
@@ -70,11 +75,19 @@ def _add_import_arguments(parser) -> None:
     header = group.add_mutually_exclusive_group()  # both at once was silently "the last one wins"
     header.add_argument("--header", dest="header", action="store_true", default=None, help="the first line is a header")
     header.add_argument("--no-header", dest="header", action="store_false", help="there is no header line")
-    group.add_argument("--person", help="pairs: person column (name or 0-based position; default 0)")
+    group.add_argument("--person", help="pairs: person column (name or 0-based position; default 0); records: the "
+                                        "column that says who is who when one person may appear on several rows "
+                                        "(their rows are then taken together; without it each row is one person)")
     group.add_argument("--item", help="pairs: item column (name or 0-based position; default 1)")
     group.add_argument("--value", help="pairs: value column (non-zero = the person has the item)")
     group.add_argument("--id-column", dest="id_column", help="matrix: identifier column")
-    group.add_argument("--attributes", help="records/cells: comma-separated attribute columns")
+    group.add_argument("--attributes", help="records/cells: comma-separated attribute columns (cell counts)")
+    group.add_argument("--item-columns", dest="item_columns",
+                       help="records: one item per value of these comma-separated columns (default: every column; "
+                            "name them to leave out a column that identifies people)")
+    group.add_argument("--column-names", dest="column_names", metavar="NAMES",
+                       help="a file without a header line: comma-separated names of its columns, in order (they "
+                            "name the items and attributes in the release and its report)")
     group.add_argument("--count", help="cells: the count column")
     group.add_argument("--sheet", help="Excel workbooks: the sheet to read, by name or 0-based position (default: the "
                                        "first sheet that holds data)")
@@ -111,8 +124,37 @@ def _load(args):
         raise ParameterError("Give a data FILE (or --sql URL --query …).")
     if args.engine == "spark" and not args.spark_master:
         raise ParameterError("--engine spark needs --spark-master URL (local[*] runs Spark on this machine).")
-    return load(args.file, format=args.format, engine=args.engine, spark_master=args.spark_master,
+    data = load(args.file, format=args.format, engine=args.engine, spark_master=args.spark_master,
                 **_import_options(args))
+    _say_how_records_were_read(data, args)
+    return data
+
+
+def _say_how_records_were_read(data, args) -> None:
+    """Notes on stderr (internal: they may describe the data) when a table was read as records."""
+    from .data.detect import IDENTIFIER_SAMPLE
+
+    source = getattr(data, "source", None) or {}
+    if source.get("format") != "records":
+        return
+    flagged = list(getattr(data, "likely_identifiers", ()) or ())
+    if flagged:
+        one = len(flagged) == 1
+        names = ", ".join(f"'{name}'" for name in flagged)
+        it, its = ("it", "its") if one else ("them", "their")
+        what = ("You chose it among the item columns" if one else "You chose them among the item columns") + \
+            f", so {its} values are counted as items." if source.get("item_columns") else (
+                f"{its.capitalize()} values are items now; a release that publishes the file's own item names is "
+                f"refused until you choose the columns to count with --item-columns (leave {it} out).")
+        print(f"dpdesk: warning (internal, not published): {names} look{'s' if one else ''} like "
+              f"{'an identifier' if one else 'identifiers'}: nearly every one of the first {IDENTIFIER_SAMPLE:,} "
+              f"rows has its own value. {what}", file=sys.stderr)
+    if data.kind == "incidence" and source.get("person") is None:
+        print("dpdesk: note: each row is taken as one person. If one person can appear on several rows (visits, "
+              "admissions, purchases), give --person COLUMN: their rows are then taken together.", file=sys.stderr)
+    if source.get("header") is False and source.get("column_names") is None:
+        print("dpdesk: note: the file has no header line, so its columns are called 'column 1', 'column 2', … in the "
+              "release and its report; name them with --column-names.", file=sys.stderr)
 
 
 def _parse_params(pairs: list[str] | None) -> dict:
@@ -142,9 +184,12 @@ def cmd_inspect(args) -> int:
         print(json.dumps({**{k: summary[k] for k in keys}, "fingerprint": data.fingerprint}))
         return 0
     print(f"{data.describe()}  [format: {data.source.get('format')}]")
-    if data.source.get("person column") is not None:  # taken by position unless named: say which
+    if data.source.get("item column") is not None:  # taken by position unless named: say which
         print(f"  read as pairs: person = column '{data.source['person column']}', "
               f"item = column '{data.source['item column']}'")
+    elif data.source.get("person column") is not None:
+        print(f"  read as records: one person = one value of column '{data.source['person column']}' (their "
+              "rows taken together)")
     labels = {
         "rows": "rows (people)", "columns": "columns (items)" if data.kind == "incidence" else "columns (cells, m)",
         "nonzeros": "non-zeros", "density": "density", "max_row_count": "max row count",
@@ -196,9 +241,12 @@ def _declaration(args):
     if args.items is not None and args.domains is not None:
         raise ParameterError("Give --items (incidence data) or --domains (a table of cells), not both.")
     cells = args.domains is not None or args.domains_are_public
+    facts = {"people": args.people, "row_length": args.typical_row_length, "expected_items": args.expected_items,
+             "skew": args.skew}
     return parse_items_option(args.domains if cells else args.items,
                               public=args.domains_are_public if cells else args.items_are_public,
-                              delta=args.delta, share=args.discover_share, bound=args.discover_bound, cells=cells)
+                              delta=args.delta, share=args.discover_share, bound=args.discover_bound, cells=cells,
+                              route=args.discover_route, facts=facts)
 
 
 def _output_folder(text: str) -> str:
@@ -245,7 +293,7 @@ def _print_summary(summary: dict, *, spent: bool) -> None:
 
 def cmd_release(args) -> int:
     from .data import load
-    from .workflow import NOT_COMPARED, default_dataset_name, observed_choice, release_to_files
+    from .workflow import NOT_COMPARED, default_dataset_name, discovery_plan, observed_choice, release_to_files
 
     items = _declaration(args)
     observed = NOT_COMPARED
@@ -289,7 +337,14 @@ def cmd_release(args) -> int:
         def read():
             return _load(args)
     if args.dry_run:
-        return _dry_run(args, mechanism, epsilon, params, items, dataset)
+        return _dry_run(args, mechanism, epsilon, params, dataset, items)
+    if args.out is None:
+        raise ParameterError("Give --out DIR, the folder the release is written to (or --dry-run to see what the "
+                             "release would spend without running it).")
+    plan = discovery_plan(items, mechanism, epsilon, params)  # declared inputs only: told before anything is spent
+    if plan is not None and not args.json:
+        for line in plan.lines():
+            print(f"dpdesk: {line}", file=sys.stderr)
     reports = [r.strip() for r in (args.report or "").split(",") if r.strip()]
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     written = release_to_files(read, mechanism, epsilon, params, Path(args.out), dataset=dataset, items=items,
@@ -298,48 +353,72 @@ def cmd_release(args) -> int:
                                chosen_how=chosen_how, observed=observed, raw=args.raw,
                                override_cap=args.override_cap, override_name=args.override_dataset_check,
                                attributes=_import_options(args).get("attributes"))
-    summary = _summary(written, spent=True)
-    if args.json:
-        print(json.dumps(summary, ensure_ascii=False))
-    else:
-        _print_summary(summary, spent=True)
-    _warn_if_nothing_matched(written.release)
+    with _printing_after_recording(written):
+        summary = _summary(written, spent=True)
+        if plan is not None:
+            summary["discovery"] = plan.to_json()
+        if args.json:
+            print(json.dumps(summary, ensure_ascii=False))
+        else:
+            _print_summary(summary, spent=True)
+        _warn_if_nothing_matched(written.release)
     return 0
 
 
-def _dry_run(args, mechanism_id, epsilon, params, items, dataset) -> int:
-    """``release --dry-run``: every check on declared inputs, then the margins previewed on a stand-in; nothing is
-    read from the data (only its labels, when stated public), nothing drawn, spent or written."""
-    from . import mechanisms as registry
+def _dry_run(args, mechanism, epsilon, params, dataset, items) -> int:
+    """What a release would spend, how its discovery would run and the margin each value would get (previewed on
+    a stand-in, issue 28): every check on declared inputs, nothing read (but labels stated public), no noise,
+    nothing recorded."""
+    from .privacy.ledger import Ledger
+    from .workflow import check_request
+
+    declared = check_request(mechanism, epsilon, params, dataset=dataset, items=items,
+                             override_cap=args.override_cap)
+    status = Ledger.open().status(declared.dataset)
+    plan = declared.discovery
+    delta = plan.chosen.delta if plan is not None else 0.0
+    preview, no_preview = _margin_preview(args, declared, params, items)
+    result = {"dry_run": True, "mechanism": declared.mechanism.id, "dataset": declared.dataset,
+              "epsilon": declared.epsilon, "delta": delta, "dataset_epsilon_spent": status.spent,
+              "cap": status.cap, "cap_remaining": status.remaining,
+              "discovery": plan.to_json() if plan is not None else None,
+              "margin_preview": preview.to_json() if preview is not None else {"preview": False, "why": no_preview}}
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+        return 0
+    for line in plan.lines() if plan is not None else []:
+        print(line)
+    spent = f"ε = {declared.epsilon:g}" + (f" and δ ≤ {delta:.3g}" if delta else "")
+    print(f"Dry run: the release of {declared.dataset} with {declared.mechanism.id} would spend {spent}; nothing "
+          "was read, drawn or recorded.")
+    print(preview.text if preview is not None else f"Margins of error: {no_preview}")
+    return 0
+
+
+def _margin_preview(args, declared, params, items):
+    """(the margins previewed on a stand-in, or None and why not) for a dry run, from declared inputs only."""
     from .data.domain import HOW_DISCOVERED
     from .evaluation.preview import margin_preview
     from .evaluation.recommend import declared_size
-    from .workflow import check_request
 
-    if dataset is None:
-        raise ParameterError("Name the dataset with --dataset (the budget ledger adds up releases per dataset).")
-    declared = check_request(mechanism_id, epsilon, params, dataset=dataset, items=items)
-    mechanism = registry.get(mechanism_id)
-    values = mechanism.validate(None, declared.epsilon, params)
-    if declared.domain is not None and mechanism.data_kind == "incidence":
+    mechanism = declared.mechanism
+    if items is not None and items.kind == HOW_DISCOVERED:
+        from .mechanisms.discovery import ONE_PASS
+
+        if getattr(declared.discovery, "route", None) == ONE_PASS:
+            return None, ("none: the one-pass discovery lists the items whose noisy counts passed its threshold, "
+                          "and among them the counts near the threshold are too high by an amount no margin bounds")
+        if not args.expected_items:
+            return None, ("the items are found during the release, so their number is not known yet; declare about "
+                          "how many there are (--expected-items D) for a preview")
+        size = args.expected_items
+    elif declared.domain is not None and mechanism.data_kind == "incidence":
         size = declared.domain.size
-    elif items is not None and items.kind == HOW_DISCOVERED:
-        raise ParameterError("With a list discovered privately the number of items is known only after the release, "
-                             "so the margins cannot be previewed; declare the items (a label file or range:D) to "
-                             "see them.")
     else:
         size = declared_size(items, args.file, mechanism.data_kind, args.format, _import_options(args))
-    preview = margin_preview(mechanism.data_kind, mechanism_id, declared.epsilon, values, size,
-                             typical_row_length=args.typical_row_length, people=args.people)
-    if args.json:
-        print(json.dumps({"dry_run": True, "spent": {"epsilon": 0.0, "delta": 0.0}, "mechanism": mechanism_id,
-                          "dataset": declared.dataset, "epsilon": declared.epsilon,
-                          "margin_preview": preview.to_json()}, ensure_ascii=False))
-    else:
-        print(f"Dry run: {mechanism_id} at ε = {declared.epsilon:g} for {declared.dataset} passes every check on the "
-              "declared inputs; nothing was read, drawn, spent or written.")
-        print(preview.text)
-    return 0
+    values = mechanism.validate(None, declared.epsilon, params)
+    return margin_preview(mechanism.data_kind, mechanism.id, declared.epsilon, values, size,
+                          typical_row_length=args.typical_row_length, people=args.people), ""
 
 
 def _warn_if_nothing_matched(release) -> None:
@@ -384,16 +463,17 @@ def cmd_export(args) -> int:
     reports = [r.strip() for r in (args.report or "").split(",") if r.strip()]
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     written = reexport(args.entry, Path(args.out), formats=formats, reports=reports, force=args.force, raw=args.raw)
-    summary = _summary(written, spent=False)
-    if args.json:
-        print(json.dumps(summary, ensure_ascii=False))
-    else:
-        _print_summary(summary, spent=False)
+    with _printing_after_recording(written):
+        summary = _summary(written, spent=False)
+        if args.json:
+            print(json.dumps(summary, ensure_ascii=False))
+        else:
+            _print_summary(summary, spent=False)
     return 0
 
 
 def cmd_compare(args) -> int:
-    from .evaluation.compare import Entry, run_comparison
+    from .evaluation.compare import AVERAGE, ZEROS, Entry, comparison_table, run_comparison
 
     data = _load(args)
     params = _mechanism_params(args)
@@ -413,7 +493,7 @@ def cmd_compare(args) -> int:
             print(f"\r{fraction:6.1%}  {message[:70]:<70}", end="", file=sys.stderr, flush=True)
 
     comparison = run_comparison(data, entries, epsilons, args.repeats, seed=args.seed, progress=progress,
-                                k=args.k)
+                                k=args.k, raw=args.raw)
     if not args.quiet:
         print(file=sys.stderr)
     out = Path(args.out)
@@ -421,10 +501,13 @@ def cmd_compare(args) -> int:
 
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "results.csv", comparison.results.to_csv(index=False), force=True)
-    atomic_write_text(out / "summary.csv", comparison.summary.to_csv(index=False), force=True)
-    table = comparison.summary.pivot_table(index=["label", "epsilon"], columns="metric", values="mean", sort=False)
-    print(table.to_string(float_format=lambda v: f"{v:,.4g}"))
-    print(f"(seed {comparison.seed}; these results use the true data: internal only)")
+    atomic_write_text(out / "summary.csv", comparison.summary_with_references().to_csv(index=False), force=True)
+    print(comparison_table(comparison).to_string(float_format=lambda v: f"{v:,.4g}"))
+    form = ("raw values (unbiased; fractional or negative as the mechanism made them)" if args.raw else
+            "published form (whole numbers ≥ 0; --raw for the raw values)")
+    print(f"(scored in the {form}; results.csv and summary.csv have both, the raw form as raw_*; "
+          f"'{ZEROS}' and '{AVERAGE}' are references without noise: a mechanism above them publishes less than "
+          f"they would. Seed {comparison.seed}; these results use the true data: internal only)")
     print(out / "results.csv")
     print(out / "summary.csv")
     return 0
@@ -473,7 +556,7 @@ def cmd_recommend(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from .evaluation import planner
+    from .privacy import planner
 
     index = _floats(args.index, "--index") if args.index else None
     z = planner.noise_magnitude(args.epsilon, args.probability, args.sensitivity, index)
@@ -499,6 +582,7 @@ def cmd_plan(args) -> int:
 
 def cmd_ledger(args) -> int:
     from .privacy.ledger import Ledger
+    from .report.export import verify_export
 
     if args.ledger_command == "new":
         entry = Ledger(_ledger_path()).start_new(args.reason)
@@ -544,7 +628,7 @@ def cmd_ledger(args) -> int:
             return 1
         failed = 0
         for folder in args.release or []:
-            mismatch = ledger.verify_export(folder)
+            mismatch = verify_export(ledger, folder)
             if mismatch is None:
                 print(f"{folder}: matches the ledger")
             else:
@@ -596,19 +680,38 @@ def has_display() -> bool:
 
 
 NO_DISPLAY = """dpdesk: no display found, so the desktop application cannot open a window here.
-The same work can be done from the command line, for example:
-  dpdesk inspect FILE
-  dpdesk mechanisms
-  dpdesk compare FILE --mechanisms lpa,gs --epsilon 0.1,0.69 --repeats 10 --bound 20 --out results/
-  dpdesk release FILE --mechanism gs --epsilon 0.69 --bound 20 --out release/
+The same work can be done from the command line. On the sample dataset (its product names are a public
+catalogue, so the release may list them):
+  {dpdesk} inspect {sample}
+  {dpdesk} recommend {sample} --epsilon 0.69 --items from-data --items-are-public
+  {dpdesk} compare {sample} --mechanisms lpa,gs --epsilon 0.1,0.69 --repeats 10 --bound 20 --out results/
+  {dpdesk} release {sample} --mechanism gs --epsilon 0.69 --bound 20 --items from-data --items-are-public --out release/
+On your own data, declare the list of items the release may publish with --items (see `dpdesk release --help`).
 Run `dpdesk --help` for every command. The sample dataset is {sample}."""
+
+
+def no_display_text(sample) -> str:
+    """What `dpdesk gui` says without a display: commands that run as they are copied (the sample's own path,
+    and this dpdesk's, when another or none is the `dpdesk` on the PATH)."""
+    import shlex
+    import shutil
+
+    program = os.path.realpath(sys.argv[0]) if sys.argv and os.path.isfile(sys.argv[0]) else None
+    found = shutil.which("dpdesk")
+    if program is None or (found and os.path.realpath(found) == program):
+        command = "dpdesk"
+    elif program.endswith(".py"):  # python -m dpdesk.cli
+        command = f"{shlex.quote(sys.executable)} -m dpdesk.cli"
+    else:
+        command = shlex.quote(program)
+    return NO_DISPLAY.format(dpdesk=command, sample=shlex.quote(str(sample)))
 
 
 def cmd_gui(args) -> int:
     from .paths import sample_path
 
     if not has_display():
-        print(NO_DISPLAY.format(sample=sample_path()), file=sys.stderr)
+        print(no_display_text(sample_path()), file=sys.stderr)
         return 1
     from .gui.app import run_app
 
@@ -664,7 +767,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epsilon", type=float, help="the privacy level ε this release spends")
     p.add_argument("--bound", type=int, help="declared bound Δ: most items per person")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="a mechanism parameter (repeatable)")
-    p.add_argument("--out", required=True, type=_output_folder, help="output folder")
+    p.add_argument("--out", type=_output_folder, help="output folder (required unless --dry-run)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check everything declared and show what the release would spend (and, for --items "
+                        "discover, its threshold and what a stand-in expects) and the margin of error each value "
+                        "would get (previewed on a stand-in), without reading the data or spending anything")
     p.add_argument("--formats", default="csv,json", help="release files: csv, json, parquet (default csv,json)")
     p.add_argument("--report", help="public privacy report formats: html, pdf (e.g. html,pdf)")
     p.add_argument("--internal-report", action="store_true", help="also write the internal (not for publication) report")
@@ -675,13 +782,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="publish the mechanism's raw values (unbiased; may be fractional or negative) instead of "
                         "whole numbers ≥ 0")
     p.add_argument("--json", action="store_true", help="print what was done as one JSON object (for scripts)")
-    p.add_argument("--dry-run", dest="dry_run", action="store_true",
-                   help="check the request and preview each value's margin of error on a stand-in; nothing is read, "
-                        "spent or written")
-    p.add_argument("--typical-row-length", dest="typical_row_length", type=float, metavar="L",
-                   help="--dry-run: about how many items a typical person holds (your statement; shapes the stand-in)")
-    p.add_argument("--people", type=int, help="--dry-run and recommend: about how many people the data holds (your "
-                                              "statement; shapes the stand-in of the margin preview)")
     p.add_argument("--dataset", help="which people the data is about: the budget ledger adds up every release "
                                      "under this name (default: the file's name without extension)")
     p.add_argument("--override-dataset-check", action="store_true",
@@ -700,10 +800,25 @@ def build_parser() -> argparse.ArgumentParser:
                         help="state that the attribute values in the data file are public; recorded in the report")
     domain.add_argument("--delta", type=float, help="discover: the small probability δ (e.g. 1e-6) that a label held "
                                                     "by very few people is listed")
-    domain.add_argument("--discover-share", type=float, help="discover: the share of ε spent finding the labels "
-                                                             "(default 0.1)")
-    domain.add_argument("--discover-bound", type=int, help="discover: the most items one person contributes to the "
-                                                           "discovery (default: the mechanism's --bound)")
+    domain.add_argument("--discover-route", choices=("one-pass", "two-step"),
+                        help="discover: one-pass (lpa only: the noisy counts themselves choose the items, all of ε) "
+                             "or two-step (a share of ε finds the items, the mechanism counts them); default: "
+                             "chosen from the declared inputs (see --dry-run)")
+    domain.add_argument("--discover-share", type=float, help="discover, two-step: the share of ε spent finding the "
+                                                             "items (default: chosen; attribute values: 0.1)")
+    domain.add_argument("--discover-bound", type=int, help="discover, two-step: the most items one person "
+                                                           "contributes while finding them (default: chosen, at "
+                                                           "most the mechanism's --bound)")
+    facts = p.add_argument_group("declared facts that shape the stand-ins planning a discovery and previewing the "
+                                 "margins (--dry-run; never read from the data; missing ones are assumed and said "
+                                 "to be)")
+    facts.add_argument("--people", type=int, help="about how many people the data holds")
+    facts.add_argument("--typical-row-length", dest="typical_row_length", type=float, metavar="L",
+                       help="about how many items a typical person holds (default: half of --bound)")
+    facts.add_argument("--expected-items", dest="expected_items", type=int,
+                       help="about how many distinct items the data holds")
+    facts.add_argument("--skew", type=float, help="how unequal item popularity is: 0 all alike, 1 typical baskets "
+                                                  "(the default), up to 4")
     p.add_argument("--internal-out", help="folder for the internal report (default: internal-reports/ in dpdesk's "
                                           "own folder; never the public output folder)")
     _add_import_arguments(p)
@@ -735,6 +850,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bound", type=int, help="declared bound Δ: most items per person")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="a mechanism parameter (repeatable)")
     p.add_argument("--k", type=int, default=100, help="k for the top-k metrics")
+    p.add_argument("--raw", action="store_true",
+                   help="rank by the mechanisms' raw values instead of the published whole numbers ≥ 0 (both forms "
+                        "are always in results.csv and summary.csv)")
     p.add_argument("--out", required=True, help="output folder for results.csv (every run) and summary.csv")
     p.add_argument("--quiet", action="store_true", help="do not show progress")
     _add_import_arguments(p)
@@ -797,8 +915,53 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def safe_output_streams() -> None:
+    """Make printing unable to fail on a character: a file or pipe gets UTF-8 (the encoding of
+    every file dpdesk writes; Windows would otherwise use its ANSI code page, where "ε" does not
+    exist), a terminal keeps its own encoding, and what it cannot show is written as an escape
+    (``\\u03b5``) instead of raising. PYTHONIOENCODING, where set, keeps its encoding."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is None:  # no stream (pythonw), or one a caller replaced
+            continue
+        try:
+            terminal = stream.isatty()
+        except (OSError, ValueError):
+            terminal = False
+        try:
+            if terminal or os.environ.get("PYTHONIOENCODING"):
+                reconfigure(errors="backslashreplace")
+            else:
+                reconfigure(encoding="utf-8", errors="backslashreplace")
+        except (OSError, ValueError):  # a closed stream: nothing will be printed on it anyway
+            pass
+
+
+@contextmanager
+def _printing_after_recording(written):
+    """Telling what a release did, after its ledger entry is recorded and its files are written:
+    nothing here may turn that into a failure (a script would run it again and spend ε twice).
+    Output that cannot be written (the reader went away, a full disk) or a ledger that cannot be
+    read back for the totals is noted on stderr, and the command still succeeds."""
+    try:
+        yield
+        sys.stdout.flush()
+    except (OSError, ValueError, DpdeskError) as error:  # BrokenPipeError too; ValueError: stdout closed
+        entry = (written.release.report.get("ledger") or {}).get("entry")
+        try:  # what is still buffered must not fail again when Python exits
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        try:
+            print(f"dpdesk: note: the release is recorded (ledger entry #{entry}) and its files are written, but "
+                  f"its summary could not be printed ({error}).", file=sys.stderr)
+        except (OSError, ValueError):
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    safe_output_streams()
     parser = build_parser()
     if not argv:
         argv = ["gui"]

@@ -90,7 +90,7 @@ def glibc_version() -> tuple[int, int] | None:
     """This machine's C library version (None where it is not glibc)."""
     try:
         text = os.confstr("CS_GNU_LIBC_VERSION") or ""
-    except (ValueError, OSError):
+    except (ValueError, OSError, AttributeError):  # AttributeError: no confstr (Windows)
         return None
     parts = text.split()
     if len(parts) != 2 or parts[0] != "glibc":
@@ -104,6 +104,8 @@ def glibc_version() -> tuple[int, int] | None:
 
 def missing_sentence(purpose: str) -> str | None:
     """One sentence naming what is missing and the command that installs it (None: all there)."""
+    if not sys.platform.startswith("linux"):  # Windows: Qt's libraries come with PySide6's wheel
+        return None
     glibc = glibc_version()
     if glibc is not None and glibc < QT_GLIBC:
         return (f"{WHAT[purpose]} needs glibc {QT_GLIBC[0]}.{QT_GLIBC[1]} or newer (Debian 12, Ubuntu 22.04, "

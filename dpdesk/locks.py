@@ -10,7 +10,6 @@ lock on Windows polls the non-blocking form instead, with no time limit, as ``fl
 
 from __future__ import annotations
 
-import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,7 +18,10 @@ try:  # POSIX
     import fcntl
 except ImportError:  # Windows
     fcntl = None
-    import msvcrt
+try:  # Windows (imported on its own, so that this module imports everywhere and a system
+    import msvcrt  # with neither is told so when it locks, not when dpdesk starts)
+except ImportError:
+    msvcrt = None
 
 _POLL_SECONDS = 0.05
 
@@ -33,6 +35,8 @@ def acquire(path: str | Path, *, blocking: bool = True):
 
     ``blocking=False`` raises :class:`LockBusy` at once when another holder has it.
     """
+    if fcntl is None and msvcrt is None:
+        raise OSError(f"this system offers no file locking (neither fcntl nor msvcrt), so {path} cannot be locked")
     handle = open(path, "a+b")
     try:
         if fcntl is not None:
@@ -88,4 +92,6 @@ def lock_path(folder: str | Path, key: str) -> Path:
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    return folder / (hashlib.sha256(os.fsencode(key)).hexdigest()[:32] + ".lock")
+    # UTF-8 whatever the file system's encoding (os.fsencode fails on "·" in an ASCII locale);
+    # surrogatepass: a path's undecodable bytes (surrogates) hash too
+    return folder / (hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32] + ".lock")

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from .errors import ExportError, HomeError
 
 
 def user_data_dir() -> Path:
-    """The directory for the budget ledger, logs and settings (``DPDESK_HOME`` overrides it)."""
+    """The directory for the budget ledger, logs and settings (``DPDESK_HOME`` overrides it):
+    ``%LOCALAPPDATA%\\dpdesk`` on Windows (kept on this machine, out of a roaming profile, and out of
+    the unpacked program folder, which a new version replaces), else ``~/.local/share/dpdesk``."""
     override = os.environ.get("DPDESK_HOME")
     if override:
         path = Path(override).expanduser()
+    elif sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+        path = Path(os.environ["LOCALAPPDATA"]) / "dpdesk"
     else:
         base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
         path = Path(base) / "dpdesk"

@@ -73,6 +73,8 @@ SCHEMA = _object({
             "person": COLUMN, "item": COLUMN, "value": COLUMN, "count": COLUMN,
             "id_column": _either(COLUMN, ("choice", (False,))), "keep_values": FLAG,
             "attributes": _either(("list", _either(_text(True), _whole(0))), NULL),
+            "item_columns": _either(("list", _either(_text(True), _whole(0))), NULL),  # records as items
+            "column_names": _either(("list", _text(True)), NULL),  # a table without a header line
             "domains": _either(("mapping", DOMAIN_VALUES), NULL),
             "memory_limit": _either(_text(True), _whole(1 << 20), NULL),
             "sheet": COLUMN,  # an Excel workbook's sheet, by name or 0-based position

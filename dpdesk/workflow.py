@@ -11,7 +11,9 @@
 2. Read the data; the ledger checks that this content was not already released under
    another dataset name (renaming must not reset the budget).
 3. Apply the declared domain (:mod:`dpdesk.data.domain`): items outside it are dropped,
-   or, for ``discover``, the domain is chosen privately with a share of ε and a δ.
+   or, for ``discover``, the domain is chosen privately with a δ, by the route
+   :func:`discovery_plan` settles from declared inputs (one pass with the counts, or a share
+   of ε first; :mod:`dpdesk.evaluation.discovery`).
 4. Run the mechanism with the operating system's CSPRNG.
 5. Record the release in the ledger — the ε is spent from here on, and the released
    values are kept in the entry, so ``dpdesk export --entry N`` can always write the files
@@ -44,15 +46,17 @@ import scipy.sparse as sp
 from . import locks
 from . import mechanisms as registry
 from .data.domain import (DOMAINS_CHOICES_TEXT, HOW_DISCOVERED, HOW_LIST, HOW_PUBLIC_DATA, ITEMS_CHOICES_TEXT,
-                          CellDomain, DomainDeclaration, PublicView, cell_domain_of, declared_cell_domain,
-                          declared_domain,
-                          discover_cell_domains, discover_items, project, public_data_domain, read_domains_file,
+                          CellDomain, DomainDeclaration, PublicView, cell_domain_of, check_identifier_labels,
+                          declared_cell_domain, declared_domain, project, public_data_domain, read_domains_file,
                           restrict_cells)
+from .data.loader import unit_of_privacy
 from .errors import ChargedRefusal, DpdeskError, EmptyData, ExportError, ParameterError
+from .evaluation.discovery import DiscoveryPlan, cell_discovery_share, chance_text, plan_discovery
 from .mechanisms.publish import publish, unrounded_release
-from .data.dataset import source_digest
+from .data.fingerprint import source_digest
 from .mechanisms.running import content_fingerprint, origin_of, run
 from .privacy.budget import BudgetSplit, check_epsilon
+from .mechanisms.discovery import ONE_PASS, ONE_PASS_NOTE, discover_cell_domains, discover_items, stability_histogram
 from .report.export import (RAW_PREFIX, RELEASE_FORMATS, render_release, require_recorded, require_release,
                             sha256_bytes)
 from .tasks import CancelToken, ProgressFn, no_progress
@@ -293,6 +297,19 @@ class Declared:
     items: DomainDeclaration | None
     domain: object = None  # the item domain, when known without the data (a list or a range)
     cell_domains: dict | None = None  # attribute domains from a --domains file
+    discovery: DiscoveryPlan | None = None  # how ``--items discover`` will run (declared inputs only)
+
+
+def discovery_plan(items: DomainDeclaration | None, mechanism_id: str, epsilon, params: dict) -> DiscoveryPlan | None:
+    """The discovery a release will run, from declared inputs only (None unless items are discovered).
+
+    Its route, threshold and the stand-in's expectations (how many items, the chance of none)
+    can be shown before anything is spent: ``dpdesk release --dry-run``, and the GUI."""
+    if items is None or items.kind != HOW_DISCOVERED or items.cells:
+        return None
+    mechanism = registry.get(mechanism_id)
+    eps = check_epsilon(epsilon)
+    return plan_discovery(items, mechanism.id, eps, mechanism.validate(None, eps, params))
 
 
 def check_request(mechanism_id: str, epsilon, params: dict, *, dataset: str, items: DomainDeclaration | None,
@@ -319,16 +336,14 @@ def check_request(mechanism_id: str, epsilon, params: dict, *, dataset: str, ite
     if items is None:
         raise ParameterError(ITEMS_CHOICES_TEXT if mechanism.data_kind == "incidence" else DOMAINS_CHOICES_TEXT)
     if items.cells != (mechanism.data_kind == "cells"):
-        option = "--domains" if mechanism.data_kind == "cells" else "--items"
-        raise ParameterError(f"'{mechanism_id}' needs its domain declared with {option}. "
-                             + (DOMAINS_CHOICES_TEXT if mechanism.data_kind == "cells" else ITEMS_CHOICES_TEXT))
+        raise ParameterError(kind_mismatch(mechanism))
     declared = Declared(mechanism, eps, params, dataset, items)
     if items.kind == HOW_DISCOVERED:
-        share_eps = eps * items.share
-        if not items.cells and items.bound is None and params.get("bound") is None:
-            raise ParameterError("--items discover needs a bound on how many items one person contributes to the "
-                                 "discovery: give --discover-bound K (or the mechanism's --bound).")
-        mechanism.validate(None, eps - share_eps, params)
+        if items.cells:
+            mechanism.validate(None, eps * (1 - cell_discovery_share(items)), params)
+        else:
+            declared.discovery = discovery_plan(items, mechanism_id, eps, params)
+            mechanism.validate(None, declared.discovery.mechanism_epsilon, params)
     elif not items.cells:
         declared.domain = declared_domain(items)
         if declared.domain is not None:
@@ -341,6 +356,21 @@ def check_request(mechanism_id: str, epsilon, params: dict, *, dataset: str, ite
     ledger = ledger if ledger is not None else Ledger.open()
     ledger.check(dataset, eps, override=override_cap)  # the cap: before reading, before any noise
     return declared
+
+
+def kind_mismatch(mechanism) -> str:
+    """One sentence for a mechanism given the other shape of data (or its declaration), with the way out.
+
+    The sparse summaries (Cormode) bound a person's influence by one record, one cell: a basket
+    holds several items, for which their noise is not made. So a basket file is released with an
+    item mechanism (each person truncated to Δ items), a table of records with a summary."""
+    if mechanism.data_kind == "cells":
+        return (f"'{mechanism.id}' summarises a table in which each person is one record (one cell), declared with "
+                "--domains; a basket file, where one person holds several items, is released with an item "
+                "mechanism such as lpa or gs and --items … --bound Δ (dpdesk mechanisms lists them).")
+    return (f"'{mechanism.id}' counts the items of baskets (people × items), declared with --items; a table of "
+            "records is summarised by geometric, filter, threshold, priority, … with --domains (dpdesk mechanisms "
+            "lists them).")
 
 
 # --- how the mechanism was chosen: what the steward states, what dpdesk observed ------------------
@@ -436,12 +466,16 @@ def secure_release(data, mechanism_id: str, epsilon, params: dict, *, dataset: s
 
     progress = progress or no_progress
     items = declaration_of(data, items)
+    if items is not None and items.kind == HOW_PUBLIC_DATA:
+        check_identifier_labels(data)
     dataset = check_dataset_name(dataset or getattr(data, "name", ""))
     mechanism = registry.get(mechanism_id)
     if not mechanism.releasable:
         raise ParameterError(f"'{mechanism_id}' is a non-private comparison aid and cannot be released.")
     eps = check_epsilon(epsilon)
     mechanism.validate(None, eps, params)
+    if data.kind != mechanism.data_kind:  # the file's format decided it: before any noise, nothing spent
+        raise ParameterError(kind_mismatch(mechanism))
     output_names(formats, ())  # an unknown format is refused before any noise
     ledger = ledger if ledger is not None else Ledger.open()
     fingerprint = content_fingerprint(data)
@@ -455,23 +489,33 @@ def secure_release(data, mechanism_id: str, epsilon, params: dict, *, dataset: s
                      override_name=override_name)
 
         discovery = None
+        plan = discovery_plan(items, mechanism_id, eps, params)  # declared inputs only
+        one_pass = plan is not None and plan.route == ONE_PASS
         if items is not None and items.kind == HOW_DISCOVERED:
             progress(0.08, "Discovering the items privately")
-            discovery = BudgetSplit(eps * items.share)
-            mechanism_eps = eps - discovery.total
-            if data.kind == "incidence":
-                bound = items.bound if items.bound is not None else int(params["bound"])
-                found = discover_items(data, discovery.total, items.delta, bound, SecureRandom())
+            if one_pass:  # the counts that choose the items are the release: all of ε in one step
+                found, noisy = stability_histogram(data, eps, items.delta, plan.discovery_bound, SecureRandom())
                 released = project(data, found)
-                what = "discover the items (noisy threshold)"
+                discovery = BudgetSplit(eps).add("discover the items and count them (one pass)", eps,
+                                                 found.statement(), delta=found.delta)
+            elif data.kind == "incidence":
+                discovery = BudgetSplit(plan.discovery_epsilon)
+                found = discover_items(data, discovery.total, items.delta, plan.discovery_bound, SecureRandom())
+                released = project(data, found)
+                discovery.add("discover the items (noisy threshold)", discovery.total, found.statement(),
+                              delta=found.delta)
             else:
+                discovery = BudgetSplit(eps * cell_discovery_share(items))
                 found = discover_cell_domains(data, discovery.total, items.delta, SecureRandom())
                 released = restrict_cells(data, found)
-                what = "discover the attribute values (noisy threshold)"
-            discovery.add(what, discovery.total, found.statement(), delta=found.delta)
+                discovery.add("discover the attribute values (noisy threshold)", discovery.total,
+                              found.statement(), delta=found.delta)
+            mechanism_eps = eps if one_pass else eps - discovery.total
             if found.size == 0:
+                chances = ("" if plan is None else " Before the release, a stand-in gave this a chance of "
+                           f"{chance_text(plan.chosen.chance_nothing)}.")
                 _charge(ledger, dataset, (fingerprint, source), mechanism_id, params, discovery,
-                        "No item passed the discovery threshold, so there is nothing to release.")
+                        "No item passed the discovery threshold, so there is nothing to release." + chances)
             try:
                 mechanism.validate(PublicView(released.kind, released.domain, dataset), mechanism_eps, params)
             except ParameterError as error:
@@ -485,15 +529,23 @@ def secure_release(data, mechanism_id: str, epsilon, params: dict, *, dataset: s
                                      "none (the file has no labels of its own), so there is nothing to release. "
                                      "No noise was drawn.")
         progress(0.1, "Running the mechanism with secure randomness")
-        try:
-            release = run(released, mechanism_id, mechanism_eps, params, cancel=cancel)
-        except ChargedRefusal as refusal:
-            budget = refusal.budget
+        if one_pass:
+            values = mechanism.validate(None, eps, params)
+            release = mechanism.release_noisy_counts(released, eps, values, noisy, discovery, SecureRandom(),
+                                                     {"rows_truncated": found.internal["rows truncated"]})
+            release.dataset_fingerprint = fingerprint
+            release.report["notes"].append(ONE_PASS_NOTE)
+        else:
+            try:
+                release = run(released, mechanism_id, mechanism_eps, params, cancel=cancel)
+            except ChargedRefusal as refusal:
+                budget = refusal.budget
+                if discovery is not None:
+                    budget = _combined(discovery, budget, eps)
+                _charge(ledger, dataset, (fingerprint, source), mechanism_id, params, budget, str(refusal))
             if discovery is not None:
-                budget = _combined(discovery, budget, eps)
-            _charge(ledger, dataset, (fingerprint, source), mechanism_id, params, budget, str(refusal))
-        if discovery is not None:
-            _prepend(release, discovery, eps)
+                _prepend(release, discovery, eps)
+        release.discovery_plan = plan
         require_release(release)
         release.data = released
         domain = getattr(released, "domain", None)
@@ -501,6 +553,7 @@ def secure_release(data, mechanism_id: str, epsilon, params: dict, *, dataset: s
         if getattr(released, "dropped_records", 0):
             release.internal["records dropped (a value outside the declared domains)"] = released.dropped_records
         release.dataset_name = dataset
+        release.report["unit_of_privacy"] = unit_of_privacy(getattr(data, "source", None) or {}, data.kind)
         stated = (chosen_how or "").strip() or DEFAULT_CHOSEN
         release.report["how_chosen"] = stated  # read by earlier dpdesk versions and scripts
         release.report["choice"] = {"stated": stated, "observed": observed or NOT_COMPARED}

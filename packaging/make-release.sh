@@ -6,21 +6,25 @@
 #
 # OUT (default packaging/release) gets the folder dpdesk-VERSION/ with
 #   dpdesk-VERSION-linux-x86_64.tar.gz   the standalone bundle (build-bundle.sh)
+#   dpdesk-VERSION-windows-x86_64.zip    the portable Windows folder (build-windows.sh)
 #   wheelhouse/                          the wheels, requirements.txt and scripts (build-wheelhouse.sh)
 #   SHA256SUMS                           every file above: `sha256sum -c SHA256SUMS` in dpdesk-VERSION/
 #   SHA256SUMS.sig                       its OpenSSH signature (sign-release.sh), if DPDESK_SIGNING_KEY is set
 # OPTIONS: --wheelhouse DIR (use a built wheelhouse), --bundle ARCHIVE (use a built bundle
-# archive), --no-bundle (wheelhouse only). Otherwise both are built (needs the network).
+# archive), --no-bundle (no Linux bundle), --windows ZIP (use a built Windows zip),
+# --no-windows (no Windows zip). Otherwise all three are built (needs the network).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 source "$here/lib.sh"
-wheelhouse="" bundle="" with_bundle=1 out="$here/release"
+wheelhouse="" bundle="" with_bundle=1 windows="" with_windows=1 out="$here/release"
 while [ $# -gt 0 ]; do
   case "$1" in
     --wheelhouse) wheelhouse="$(cd "$2" && pwd)"; shift 2 ;;
     --bundle) bundle="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
     --no-bundle) with_bundle=0; shift ;;
+    --windows) windows="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
+    --no-windows) with_windows=0; shift ;;
     -*) echo "make-release: unknown option $1" >&2; exit 2 ;;
     *) out="$1"; shift ;;
   esac
@@ -42,6 +46,13 @@ if [ "$with_bundle" = 1 ]; then
     bundle="$here/dist/dpdesk-$version-linux-x86_64.tar.gz"
   fi
   cp "$bundle" "$release/"
+fi
+if [ "$with_windows" = 1 ]; then
+  if [ -z "$windows" ]; then
+    bash "$here/build-windows.sh"
+    windows="$here/dist/dpdesk-$version-windows-x86_64.zip"
+  fi
+  cp "$windows" "$release/"
 fi
 write_sha256sums "$release"
 if [ -n "${DPDESK_SIGNING_KEY:-}" ]; then

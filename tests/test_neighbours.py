@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 import dpdesk
 from dpdesk import cli
-from dpdesk.data.domain import discover_items, discovery_threshold
+from dpdesk.mechanisms.discovery import discover_items, discovery_threshold
 from dpdesk.errors import DataError, ParameterError
 from dpdesk.privacy.ledger import Ledger
 from dpdesk.privacy.randomness import SeededRandom
@@ -30,7 +30,7 @@ SECRET = "secret_disease"
 LABELS = [f"item{j}" for j in range(12)]
 # the metadata fields that describe the release rather than carry its noise
 STRUCTURAL = ("mechanism", "epsilon", "budget", "parameters", "public_facts", "domain", "randomness", "mode",
-              "software", "expected_error", "notes", "how_chosen", "dataset")
+              "software", "expected_error", "notes", "how_chosen", "dataset", "unit_of_privacy")
 CELL_SETTINGS = {"filter": {"threshold": 2}, "filter2": {"threshold": 2}, "threshold": {"tau": 3},
                  "priority": {"size": 5}, "filter-threshold": {"threshold": 1, "tau": 3},
                  "filter-priority": {"threshold": 1, "size": 5}, "dyadic": {"method": "filter", "threshold": 2},
@@ -287,7 +287,8 @@ def test_a_discovery_that_finds_nothing_is_charged_and_says_so(tmp_path, dpdesk_
     tiny = dpdesk.from_matrix(sp.identity(5, format="csr", dtype=np.int64), name="tiny")
     csv = _pairs_csv(tmp_path / "tiny.csv", tiny)
     assert cli.main(["release", str(csv), "--mechanism", "lpa", "--epsilon", "0.5", "--bound", "1",
-                     "--items", "discover", "--delta", "1e-6", "--out", str(tmp_path / "out")]) == 2
+                     "--items", "discover", "--delta", "1e-6", "--discover-share", "0.1",
+                     "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "No item passed" in err and "recorded in the budget ledger" in err
     entry = Ledger.open().entries()[-1]

@@ -335,7 +335,7 @@ def make_release(wheelhouse: Path, out: Path, key: Path, allowed_line: str) -> P
     allowed.write_text(allowed_line + "\n")
     env = {**os.environ, "DPDESK_SIGNING_KEY": str(key), "ALLOWED_SIGNERS": str(allowed)}
     run = subprocess.run(["bash", str(PACKAGING / "make-release.sh"), "--wheelhouse", str(wheelhouse), "--no-bundle",
-                          str(out)], env=env, capture_output=True, text=True, timeout=600)
+                          "--no-windows", str(out)], env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     return out / f"dpdesk-{dpdesk.__version__}"
 

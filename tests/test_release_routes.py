@@ -152,9 +152,10 @@ def test_records_released_as_items_then_as_cells_under_another_name_is_refused(d
     from dpdesk.privacy.ledger import Ledger
 
     adult = str(DATA / "adult.data.gz")
-    assert cli.main(["release", adult, "--format", "records", "--no-header", "--mechanism", "lpa", "--epsilon", "1",
-                     "--bound", "15", "--items", "from-data", "--items-are-public", "--dataset", "census",
-                     "--out", str(tmp_path / "items")]) == 0
+    # the columns named: with the file's labels public, fnlwgt (an identifier, issue #31) is not counted by default
+    assert cli.main(["release", adult, "--format", "records", "--no-header", "--item-columns", "1,3,5,6,7,8,9",
+                     "--mechanism", "lpa", "--epsilon", "1", "--bound", "15", "--items", "from-data",
+                     "--items-are-public", "--dataset", "census", "--out", str(tmp_path / "items")]) == 0
     assert cli.main(["release", adult, "--format", "records", "--no-header", "--attributes", "9,14",
                      "--mechanism", "geometric", "--epsilon", "1", "--domains", "from-data", "--domains-are-public",
                      "--dataset", "census-cells", "--out", str(tmp_path / "cells")]) == 2

@@ -15,16 +15,18 @@ it never goes into a public report.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
+from ..arrays import blockwise_bincount
+from .fingerprint import RowsDigest, incidence_fingerprint, labels_bytes, sha_parts
 from ..errors import DataError, ParameterError
+from ..privacy.bounding import bound_matrix
 
 _NUMBER = re.compile(r"^[+-]?\d+(\.\d+)?$")
 
@@ -47,18 +49,6 @@ def natural_order(labels: Sequence[str]) -> np.ndarray:
     return np.array(sorted(range(len(labels)), key=lambda i: natural_key(labels[i])), dtype=np.int64)
 
 
-def _sha(*parts: bytes) -> str:
-    digest = hashlib.sha256()
-    for part in parts:
-        digest.update(len(part).to_bytes(8, "little"))
-        digest.update(part)
-    return digest.hexdigest()
-
-
-def _labels_bytes(labels: Iterable[str]) -> bytes:
-    return "\x1f".join(labels).encode("utf-8")
-
-
 @dataclass(eq=False)
 class Dataset:
     """Incidence data: ``matrix[i, j]`` is non-zero when person ``i`` has item ``j``.
@@ -78,6 +68,10 @@ class Dataset:
     origin: object = field(default=None, repr=False)
 
     kind = "incidence"
+    #: internal (true-data): the columns of records read as items that look like identifiers
+    #: (:func:`dpdesk.data.detect.identifier_like`); never in a public file
+    likely_identifiers = ()
+    record_columns = ()  # the records' columns whose values are the items (when read from records)
 
     def __post_init__(self) -> None:
         if not sp.isspmatrix_csr(self.matrix):
@@ -124,6 +118,11 @@ class Dataset:
             return self.column_counts.astype(np.float64)
         return np.bincount(self.matrix.indices, weights=self.matrix.data, minlength=self.n_items)
 
+    # -- the statistics mechanisms ask of any dataset (dpdesk.engine.dataset answers them too) --------
+    def prepare_bounding(self, bound, cancel=None, progress=None):
+        """Rows within the declared Δ counted, rows over it located (:mod:`dpdesk.privacy.bounding`)."""
+        return bound_matrix(self.matrix, bound)
+
     # -- identity ----------------------------------------------------------------------
     @cached_property
     def fingerprint(self) -> str:
@@ -134,7 +133,7 @@ class Dataset:
         values for non-binary data — gets two 64-bit hashes (sums of mixed cell hashes,
         then mixed with the row length), and the digest is three wrapping 64-bit sums over
         all rows of mixes of these: one pass over the matrix in blocks of
-        :data:`FINGERPRINT_BLOCK` cells, with temporaries of a few block sizes and no
+        :data:`~dpdesk.data.fingerprint.FINGERPRINT_BLOCK` cells, with temporaries of a few block sizes and no
         sort. It tells datasets apart (as the ledger needs: equal or not) with a chance
         of about 2^-128 of mistaking two different ones that were not built to collide;
         it is not a cryptographic commitment to the rows.
@@ -147,17 +146,9 @@ class Dataset:
             position[order] = np.arange(self.n_items)
         m = self.matrix
         values = None if self.binary else m.data
-        indptr = m.indptr
-        lanes = np.zeros(3, dtype=np.uint64)
-        for first, last in _row_blocks(indptr, FINGERPRINT_BLOCK):
-            lanes += _row_digest(indptr[first:last + 1], m.indices, values, position)
-        parts = [
-            b"dpdesk-incidence-v2",
-            _labels_bytes(labels),
-            np.array([self.n_rows, self.nnz, int(values is None)], dtype="<i8").tobytes(),
-            lanes.astype("<u8").tobytes(),
-        ]
-        return _sha(*parts)
+        rows = RowsDigest()
+        rows.add(m.indptr, m.indices, values, position)
+        return incidence_fingerprint(labels, self.n_rows, self.nnz, values is None, rows)
 
     # -- summaries ---------------------------------------------------------------------
     def summary(self) -> dict:
@@ -188,152 +179,6 @@ class Dataset:
 
     def describe(self) -> str:
         return f"{self.name} ({self.n_rows:,} people · {self.n_items:,} items)"
-
-
-def _gather_rows(indptr: np.ndarray, row_order: np.ndarray) -> np.ndarray:
-    """Positions of the cells of ``row_order``'s rows, row after row (vectorised)."""
-    lengths = np.diff(indptr)[row_order]
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    starts = indptr[:-1][row_order].astype(np.int64)
-    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
-    return np.arange(total, dtype=np.int64) + offsets
-
-
-_SOURCE_DIGESTS: dict = {}  # (path, size, mtime) → digest: a file is hashed once per process
-
-
-def source_digest(source: dict | None) -> str | None:
-    """The raw source a dataset was read from, as the ledger's "same data" check needs it.
-
-    The content fingerprint describes the data *as read*: the same file read with another
-    header setting, as records instead of cells, or with one column more is other content,
-    yet the same people. So the ledger also keys a release on its raw source: the sha256 of
-    the file's bytes, or a database's address (without password) and query. ``None`` for
-    data made in memory (``from_matrix``, ``from_cells``). Internal, like the fingerprint.
-    """
-    import os
-
-    source = source or {}
-    if source.get("sql"):
-        text = f"{source['sql']}\n{' '.join(str(source.get('query', '')).split())}"
-        return "source-query:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
-    path = source.get("path")
-    if not path:
-        return None
-    try:
-        status = os.stat(path)
-        key = (os.path.realpath(path), status.st_size, status.st_mtime_ns)
-        if key not in _SOURCE_DIGESTS:
-            with open(path, "rb") as handle:
-                _SOURCE_DIGESTS[key] = "source-sha256:" + hashlib.file_digest(handle, "sha256").hexdigest()
-        return _SOURCE_DIGESTS[key]
-    except OSError:  # the file went away since it was read: the content fingerprint still holds
-        return None
-
-
-#: cells hashed at a time by :attr:`Dataset.fingerprint` (its temporaries are a few × 8 bytes × this)
-FINGERPRINT_BLOCK = 1 << 20
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_LANE2 = np.uint64(0xD6E8FEB86659FD93)
-_LANE3 = np.uint64(0xA0761D6478BD642F)
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser, in place on a uint64 array (arithmetic wraps mod 2^64 on purpose)."""
-    x ^= x >> np.uint64(30)
-    x *= np.uint64(0xBF58476D1CE4E5B9)
-    x ^= x >> np.uint64(27)
-    x *= np.uint64(0x94D049BB133111EB)
-    x ^= x >> np.uint64(31)
-    return x
-
-
-def _row_blocks(indptr: np.ndarray, cells: int):
-    """``(first, last)`` row ranges holding about ``cells`` cells each (at least one row)."""
-    n_rows = indptr.size - 1
-    first = 0
-    while first < n_rows:
-        last = int(np.searchsorted(indptr, int(indptr[first]) + cells, side="right")) - 1
-        last = min(max(last, first + 1), n_rows)
-        yield first, last
-        first = last
-
-
-def _row_digest(indptr: np.ndarray, indices: np.ndarray, values, position) -> np.ndarray:
-    """The three lane sums of one block of rows (``indptr`` is the block's slice of row pointers)."""
-    start, stop = int(indptr[0]), int(indptr[-1])
-    lengths = np.diff(indptr).astype(np.uint64)
-    columns = indices[start:stop]
-    cell = (position[columns] if position is not None else columns).astype(np.uint64)
-    cell += _GOLDEN
-    _mix(cell)
-    if values is not None:
-        value = np.ascontiguousarray(values[start:stop], dtype=np.float64).view(np.uint64).copy()
-        value += _LANE3
-        cell ^= _mix(value)
-        del value
-    other = cell + _LANE2
-    _mix(other)
-    sums = np.zeros(lengths.size, dtype=np.uint64)
-    sums2 = np.zeros(lengths.size, dtype=np.uint64)
-    filled = np.flatnonzero(lengths > 0)
-    if cell.size:
-        offsets = (indptr[:-1][filled] - start).astype(np.int64)
-        sums[filled] = np.add.reduceat(cell, offsets)
-        sums2[filled] = np.add.reduceat(other, offsets)
-    del cell, other
-    sums ^= lengths * _GOLDEN
-    _mix(sums)
-    sums2 += lengths * _LANE2
-    _mix(sums2)
-    third = sums ^ sums2
-    _mix(third)
-    return np.array([sums.sum(dtype=np.uint64), sums2.sum(dtype=np.uint64), third.sum(dtype=np.uint64)],
-                    dtype=np.uint64)
-
-
-#: elements one numpy call handles in the long steps below. A numpy call holds Python's interpreter
-#: lock, so a worker thread that handles 8 M cells in one call freezes the window for as long;
-#: a million at a time keeps each hold to a few milliseconds (benchmarks/bench_responsiveness.py)
-BLOCK = 1 << 20
-
-
-def blockwise_bincount(indices: np.ndarray, n: int, block: int = BLOCK) -> np.ndarray:
-    """``np.bincount(indices, minlength=n)`` without its full-size int64 copy of ``indices``."""
-    counts = np.zeros(n, dtype=np.int64)
-    for start in range(0, indices.size, block):
-        counts += np.bincount(indices[start:start + block], minlength=n)
-    return counts
-
-
-def blockwise_at(ufunc, target: np.ndarray, index: np.ndarray, values, block: int = BLOCK) -> None:
-    """``ufunc.at(target, index, values)`` a block at a time: the same result (``at`` applies its
-    elements one by one, in order), without holding the interpreter lock for millions of them."""
-    scalar = np.ndim(values) == 0
-    for start in range(0, index.size, block):
-        ufunc.at(target, index[start:start + block], values if scalar else values[start:start + block])
-
-
-def blockwise_repeat(values: np.ndarray, counts: np.ndarray, block: int = BLOCK) -> np.ndarray:
-    """``np.repeat(values, counts)`` (1-d), written a block of about ``block`` outputs at a time."""
-    values, counts = np.asarray(values), np.asarray(counts)
-    ends = np.cumsum(counts, dtype=np.int64)
-    total = int(ends[-1]) if ends.size else 0
-    if total <= block:
-        return np.repeat(values, counts)
-    out = np.empty(total, dtype=values.dtype)
-    cuts = np.unique(np.searchsorted(ends, np.arange(block, total, block, dtype=np.int64), side="right"))
-    first, done = 0, 0
-    for last in [*cuts.tolist(), counts.size]:
-        if last <= first:
-            continue
-        piece = np.repeat(values[first:last], counts[first:last])
-        out[done:done + piece.size] = piece
-        done += piece.size
-        first = last
-    return out
 
 
 @dataclass(eq=False)
@@ -415,10 +260,10 @@ class CellCounts:
         indices = self.indices
         if self.attributes is not None and self.domains is not None:
             # canonical: attributes as given, each domain in natural order
-            parts.append(_labels_bytes(self.attributes))
+            parts.append(labels_bytes(self.attributes))
             orders = [natural_order(values) for values in self.domains]
             for values, order in zip(self.domains, orders):
-                parts.append(_labels_bytes(values[i] for i in order))
+                parts.append(labels_bytes(values[i] for i in order))
             digits = self.decode(indices)
             remapped = []
             for k, order in enumerate(orders):
@@ -432,7 +277,7 @@ class CellCounts:
             counts = self.counts
         parts.append(np.asarray(indices, dtype="<i8").tobytes())
         parts.append(np.asarray(counts, dtype="<i8").tobytes())
-        return _sha(*parts)
+        return sha_parts(*parts)
 
     @cached_property
     def _radices(self) -> np.ndarray:

@@ -37,6 +37,16 @@ HEADER_WORDS = {"id", "person", "user", "userid", "user_id", "item", "itemid", "
 _NUMERIC = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
 #: share of a matrix's item cells that must be 0/1 for a file to be taken as a (damaged) matrix
 MATRIX_SHARE = 0.75
+#: rows looked at to tell whether a column looks like an identifier: the first ones, which the import
+#: wizard sees in the file's head as well as the importer does in the whole table
+IDENTIFIER_SAMPLE = 1000
+#: filled values needed before a column can be called an identifier: in fewer, an attribute with a few dozen
+#: values (ages) is mostly distinct too (the 20-row previews of workbooks and data files tell nothing)
+IDENTIFIER_MIN_VALUES = 50
+#: share of distinct values among a column's filled values from which it looks like an identifier
+IDENTIFIER_SHARE = 0.9
+#: sample values a column shows in the import wizard
+SAMPLE_VALUES = 4
 
 
 @dataclass
@@ -121,6 +131,47 @@ class Sniffed:
         choices = "; ".join(f"{a.meaning}: {a.options(self.delimiter, not self.binary)}" for a in self.alternatives)
         return DataError(f"cannot tell how the file is laid out: {self.unsure}", path=path,
                          expected=f"the layout given with import options — {choices}")
+
+
+@dataclass
+class ColumnLook:
+    """What the first rows show of one column: a few of its values and whether it looks like an identifier.
+
+    Computed from the true data, so it is internal: for the steward's eyes (the import wizard,
+    a warning on stderr), never for a public file.
+    """
+
+    name: str
+    samples: list[str]
+    identifier: bool
+
+    def note(self) -> str:
+        """The warning in words, or ""."""
+        return (f"'{self.name}' looks like an identifier, not an attribute: nearly every row has its own value, so "
+                "its values would single people out" if self.identifier else "")
+
+
+def identifier_like(values) -> bool:
+    """Whether a column whose first values are ``values`` looks like an identifier (a record number, a
+    weight, an exact amount): among its first :data:`IDENTIFIER_SAMPLE` filled values, at least
+    :data:`IDENTIFIER_SHARE` are distinct (needs :data:`IDENTIFIER_MIN_VALUES` of them).
+
+    The first rows, not the whole column: the import wizard sees only the file's head, and the
+    importer must flag the same columns. An attribute with a few dozen values repeats them within a
+    thousand rows (a census's ages: 7% distinct); an identifier does not (Adult's ``fnlwgt``: 99%).
+    """
+    filled = [v for v in list(values)[:IDENTIFIER_SAMPLE] if v != ""]
+    return len(filled) >= IDENTIFIER_MIN_VALUES and len(set(filled)) >= IDENTIFIER_SHARE * len(filled)
+
+
+def look_at_columns(columns: list[str], rows: list[list[str]]) -> list[ColumnLook]:
+    """Each column's first distinct values and identifier flag, from the first ``rows`` (internal)."""
+    looks = []
+    for k, name in enumerate(columns):
+        values = [row[k] if k < len(row) else "" for row in rows[:IDENTIFIER_SAMPLE]]
+        samples = list(dict.fromkeys(v for v in values if v != ""))[:SAMPLE_VALUES]
+        looks.append(ColumnLook(name, samples, identifier_like(values)))
+    return looks
 
 
 def is_number(text: str) -> bool:
@@ -264,6 +315,12 @@ def binary_kind(head: bytes, path) -> str | None:
     suffix = Path(path).suffix.lower()
     if head[:8] == spreadsheet.OLE_MAGIC and suffix in (".xls", ".xlsx", ".xlsm", ".xlt"):
         raise spreadsheet.old_excel(path)
+    for magic, what in DOCUMENT_MAGIC:
+        if head.startswith(magic):
+            from .textio import NOT_TEXT_EXPECTED
+
+            raise DataError(f"this is {what}, not a data table", path=path,
+                            expected=SQLITE_EXPECTED if magic == SQLITE_MAGIC else NOT_TEXT_EXPECTED)
     if head[:4] == spreadsheet.ZIP_MAGIC:
         raise DataError("this is a ZIP archive, not a data file", path=path,
                         expected="the data file inside it (unpack the archive first), or an Excel workbook (.xlsx)")
@@ -272,6 +329,16 @@ def binary_kind(head: bytes, path) -> str | None:
     if suffix in statfiles.EXTENSIONS:
         raise statfiles.not_this_kind(path, statfiles.EXTENSIONS[suffix])
     return None
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+SQLITE_EXPECTED = "a query on it: --sql sqlite:///FILE --query \"SELECT …\" (or Read from a database… in the app)"
+#: files that are often renamed or saved by mistake as a data file: what they are, said by their first bytes
+DOCUMENT_MAGIC = ((b"%PDF-", "a PDF document"), (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+                  (b"\xff\xd8\xff", "a JPEG image"), (b"GIF87a", "a GIF image"), (b"GIF89a", "a GIF image"), (b"{\\rtf", "a Rich Text (RTF) document"),
+                  (b"%!PS", "a PostScript document"), (b"\x7fELF", "a program"), (SQLITE_MAGIC, "an SQLite database"),
+                  (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1",
+                   "an old Microsoft Office file (a Word, Excel or PowerPoint 97–2003 file)"))
 
 
 def _sniff_sheet(path: Path, sheet=None) -> Sniffed:
@@ -450,7 +517,7 @@ def preview(raw: bytes, *, delimiter: str | None, header: bool, encoding: str, l
         from .tabular import parquet_preview
 
         return parquet_preview(open_source(path), lines) if path is not None else _parquet_bytes_preview(raw, lines)
-    head = raw[: 1 << 16]
+    head = raw[: max(1 << 16, 1024 * lines)]  # a preview for the eyes needs little; identifier looks more
     if len(raw) > len(head) and head.rfind(b"\n") > 0:
         head = head[: head.rfind(b"\n") + 1]
     codec = "utf-8-sig" if encoding in ("auto", "utf-8-sig") else encoding

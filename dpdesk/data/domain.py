@@ -12,7 +12,8 @@ one of four ways (the same for items and for the attribute values of cell tables
   public (a product catalogue, a list of places): ``--items from-data --items-are-public``.
   The statement is recorded in the report in those words;
 * ``discovered`` — labels chosen privately from the data by a noisy threshold
-  (:func:`discover_labels`), spending a declared share of ε and a δ, both recorded.
+  (:mod:`dpdesk.mechanisms.discovery`), in one pass with the release's own noisy counts or in
+  two steps with a share of ε, spending a δ; the route, its ε and δ are recorded.
 
 Items in the data but not in the domain are dropped before counting (how many is internal);
 items of the domain that nobody has are counted as 0. Values of a cell attribute outside
@@ -38,8 +39,12 @@ from ..errors import DataError, ParameterError
 from .textio import decode, read_raw
 
 HOW_LIST, HOW_RANGE, HOW_PUBLIC_DATA, HOW_DISCOVERED = "list", "range", "public-data", "discovered"
-PUBLIC_DATA_STATEMENT = ("The steward stated that the item labels of the data file are public "
-                         "(for example a product catalogue), so the list of items was taken from the file.")
+PUBLIC_DATA_STATEMENT = ("The steward stated that the item names in the data file are public, so the list of "
+                         "items was taken from the file.")
+#: the origin of a public-data item list read from records: its items are the columns' values
+RECORDS_ORIGIN = "the values in the data file's columns"
+PUBLIC_RECORDS_STATEMENT = ("The steward stated that the values in the data file's columns are public, so the list "
+                            "of items (each a column and one of its values, as column=value) was taken from the file.")
 PUBLIC_DOMAINS_STATEMENT = ("The steward stated that the attribute values found in the data file are public, "
                             "so the attribute domains were taken from the file.")
 LABEL_COLUMN_NAMES = ("item", "items", "label", "labels", "name", "value", "id")
@@ -49,7 +54,7 @@ ITEMS_CHOICES_TEXT = (
     "Declare the list of items the release is about (it is published): --items FILE (one label per line; "
     "a .csv file with a header also works), --items range:D (ids 0..D-1), --items from-data "
     "--items-are-public (the file's own labels, when they are public, e.g. a product catalogue), or "
-    "--items discover --delta δ (found privately with a share of ε and a small δ).")
+    "--items discover --delta δ (found privately, spending ε and a small δ).")
 DOMAINS_CHOICES_TEXT = (
     "Declare the values each attribute can take (they are published): --domains FILE (JSON: "
     '{"attribute": ["value", …] or "range:N"}), --domains from-data --domains-are-public (the values in '
@@ -67,6 +72,9 @@ class ItemDomain:
     epsilon: float = 0.0  # ε spent choosing it (discovered only)
     delta: float = 0.0
     internal: dict = field(default_factory=dict, compare=False)  # true-data facts (never published)
+    route: str = ""  # discovered only: "one-pass" (the published noisy counts chose it) or "two-step"
+    threshold: int = 0  # discovered only: τ, a function of ε, δ and the discovery bound
+    discovery_bound: int = 0  # discovered only: most items one person contributed to the discovery
 
     @property
     def size(self) -> int:
@@ -81,10 +89,20 @@ class ItemDomain:
         if self.how == HOW_RANGE:
             return f"The items are the ids 0 to {self.size - 1:,}, declared by the steward before the data was read."
         if self.how == HOW_PUBLIC_DATA:
-            return PUBLIC_DATA_STATEMENT + (" It has 1 item." if self.size == 1 else f" It has {d} items.")
+            statement = PUBLIC_RECORDS_STATEMENT if self.origin == RECORDS_ORIGIN else PUBLIC_DATA_STATEMENT
+            return statement + (" It has 1 item." if self.size == 1 else f" It has {d} items.")
         found = "The 1 item was" if self.size == 1 else f"The {d} items were"
+        per_person = "1 item" if self.discovery_bound == 1 else f"{self.discovery_bound} items"
+        if self.route == "one-pass":
+            return (f"{found} discovered privately in one pass: every item's count (at most {per_person} per "
+                    f"person) got noise, and only items whose noisy count reached the threshold {self.threshold:,} "
+                    f"are listed, with that noisy count. The threshold was fixed by ε, δ and the bound before the "
+                    f"data was read; the list and the counts together spent ε = {self.epsilon:.4g} and "
+                    f"δ = {self.delta:.3g}.")
+        threshold = (f" (threshold {self.threshold:,}, at most {per_person} per person)" if self.threshold else "")
         return (f"{found} discovered privately: only items whose noisy count passed a threshold are "
-                f"listed, which spent ε = {self.epsilon:.4g} and δ = {self.delta:.3g} of this release's budget.")
+                f"listed{threshold}, which spent ε = {self.epsilon:.4g} and δ = {self.delta:.3g} of this release's "
+                "budget.")
 
     def describe(self) -> dict:
         """The public description (report and release metadata)."""
@@ -93,6 +111,8 @@ class ItemDomain:
             out["declared_in"] = self.origin
         if self.how == HOW_DISCOVERED:
             out.update(epsilon=self.epsilon, delta=self.delta)
+            if self.route:
+                out.update(route=self.route, threshold=self.threshold, discovery_bound=self.discovery_bound)
         return out
 
 
@@ -148,16 +168,25 @@ class DomainDeclaration:
     """The steward's answer to "which items (or values) may the release list?", not yet applied.
 
     ``kind`` is ``list`` (``path``), ``range`` (``size``), ``public-data`` or ``discovered``
-    (``delta``, ``share`` of ε, and for items the contribution ``bound`` per person).
+    (``delta``; for items optionally the ``route``, the ``share`` of ε a two-step discovery
+    spends and the contribution ``bound`` per person while discovering — each None lets
+    :func:`dpdesk.evaluation.discovery.plan_discovery` choose it from declared inputs —, and
+    the facts a stand-in is shaped by: ``people``, ``row_length`` (typical items per person),
+    ``expected_items`` (distinct items), ``skew``; cell domains spend ``share`` or 10% of ε).
     """
 
     kind: str
     path: str | None = None
     size: int | None = None
     delta: float | None = None
-    share: float = 0.1
+    share: float | None = None
     bound: int | None = None
     cells: bool = False
+    route: str | None = None
+    people: int | None = None
+    row_length: float | None = None
+    expected_items: int | None = None
+    skew: float | None = None
 
     @property
     def spends_budget(self) -> bool:
@@ -171,7 +200,10 @@ class DomainDeclaration:
             return f"ids 0..{self.size - 1}"
         if self.kind == HOW_PUBLIC_DATA:
             return f"the file's own {what}, stated to be public"
-        return f"{what} discovered privately ({self.share:.0%} of ε, δ = {self.delta:g})"
+        if self.route == "one-pass":
+            return f"{what} discovered privately in one pass with the counts (δ = {self.delta:g})"
+        share = f"{self.share:.0%} of ε" if self.share is not None else "a share of ε chosen by dpdesk"
+        return f"{what} discovered privately ({share}, δ = {self.delta:g})"
 
     def to_json(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -182,7 +214,8 @@ class DomainDeclaration:
                                                                      HOW_DISCOVERED):
             raise ParameterError("The item domain in the project file must be an object with a 'kind' of list, "
                                  "range, public-data or discovered.")
-        known = {"kind", "path", "size", "delta", "share", "bound", "cells"}
+        known = {"kind", "path", "size", "delta", "share", "bound", "cells", "route", "people", "row_length",
+                 "expected_items", "skew"}
         try:
             declaration = cls(**{k: v for k, v in value.items() if k in known})
             return check_declaration(declaration)
@@ -192,8 +225,13 @@ class DomainDeclaration:
 
 def parse_items_option(text: str | None, *, public: bool = False, delta: float | None = None,
                        share: float | None = None, bound: int | None = None,
-                       cells: bool = False) -> DomainDeclaration | None:
-    """The declaration behind ``--items`` (or ``--domains`` with ``cells=True``); None if not given."""
+                       cells: bool = False, route: str | None = None, facts: dict | None = None
+                       ) -> DomainDeclaration | None:
+    """The declaration behind ``--items`` (or ``--domains`` with ``cells=True``); None if not given.
+
+    ``facts``: the stand-in's declared facts for a discovery (``people``, ``row_length``,
+    ``expected_items``, ``skew``; missing ones are assumed, and said to be)."""
+    facts = {k: v for k, v in (facts or {}).items() if v is not None}
     option = "--domains" if cells else "--items"
     public_flag = "--domains-are-public" if cells else "--items-are-public"
     if text is None or not str(text).strip():
@@ -214,8 +252,8 @@ def parse_items_option(text: str | None, *, public: bool = False, delta: float |
     elif public:
         raise ParameterError(f"{public_flag} only goes with {option} from-data.")
     elif lowered == "discover":
-        declaration = DomainDeclaration(HOW_DISCOVERED, delta=delta, share=0.1 if share is None else share,
-                                        bound=bound, cells=cells)
+        declaration = DomainDeclaration(HOW_DISCOVERED, delta=delta, share=share, bound=bound, cells=cells,
+                                        route=route, **facts)
     elif lowered.startswith("range:") and not cells:
         raw = text.split(":", 1)[1].strip()
         try:
@@ -227,6 +265,9 @@ def parse_items_option(text: str | None, *, public: bool = False, delta: float |
         declaration = DomainDeclaration(HOW_LIST, path=text, cells=cells)
     if share is not None and declaration.kind != HOW_DISCOVERED:
         raise ParameterError("--discover-share is only used with discover.")
+    if (route is not None or facts) and declaration.kind != HOW_DISCOVERED:
+        used = "--discover-route" if route is not None else "--" + next(iter(facts)).replace("_", "-")
+        raise ParameterError(f"{used} is only used with {option} discover.")
     return check_declaration(declaration)
 
 
@@ -248,11 +289,43 @@ def check_declaration(declaration: DomainDeclaration) -> DomainDeclaration:
                 or not math.isfinite(float(delta)):
             raise ParameterError(f"--delta must be a number between 0 and 1 (e.g. 1e-6), not {delta!r}.")
         share = declaration.share
-        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 < float(share) < 1.0:
+        if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float))
+                                  or not 0.0 < float(share) < 1.0):
             raise ParameterError(f"--discover-share must be a fraction of ε between 0 and 1, not {share!r}.")
         bound = declaration.bound
         if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int) or bound < 1):
             raise ParameterError(f"--discover-bound must be a whole number of at least 1, not {bound!r}.")
+        check_discovery_route(declaration)
+    return declaration
+
+
+DISCOVERY_ROUTES = ("one-pass", "two-step")
+STANDIN_FACTS = {"people": ("--people", int, 1, 10**10), "row_length": ("--typical-row-length", float, 1e-9, 10**7),
+                 "expected_items": ("--expected-items", int, 1, MAX_RANGE), "skew": ("--skew", float, 0.0, 4.0)}
+
+
+def check_discovery_route(declaration: DomainDeclaration) -> None:
+    """The route and the stand-in facts of a discovery, well formed and consistent (declared inputs only)."""
+    route = declaration.route
+    if route is not None and route not in DISCOVERY_ROUTES:
+        raise ParameterError(f"--discover-route must be one-pass or two-step, not {route!r}.")
+    if route == "one-pass":
+        if declaration.cells:
+            raise ParameterError("Attribute values are discovered in two steps: leave out --discover-route one-pass.")
+        if declaration.share is not None:
+            raise ParameterError("--discover-share is the share of a two-step discovery; the one-pass route "
+                                 "spends all of ε on the counts that choose the items. Give one of them.")
+        if declaration.bound is not None:
+            raise ParameterError("The one-pass route counts each person's items within the mechanism's bound Δ "
+                                 "(--bound); --discover-bound is for the two-step route. Give one of them.")
+    for name, (flag, kind, low, high) in STANDIN_FACTS.items():
+        value = getattr(declaration, name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)) \
+                or (kind is int and not float(value).is_integer()) or not low <= value <= high:
+            what = "a whole number" if kind is int else "a number"
+            raise ParameterError(f"{flag} must be {what} between {low:g} and {high:g}, not {value!r}.")
     return declaration
 
 
@@ -371,9 +444,41 @@ def declared_domain(declaration: DomainDeclaration) -> ItemDomain | None:
     return None
 
 
+def check_identifier_labels(data) -> None:
+    """Before the file's own labels are published: refuse the values of a records column that looks
+    like an identifier (:func:`dpdesk.data.detect.identifier_like`) unless the steward chose the
+    columns to count themselves.
+
+    The flag is computed from the true data, so this refusal depends on the data: it is said to the
+    steward only, before any noise, nothing is spent and nothing is published. The release the steward
+    then makes rests on their explicit choice of columns, a declared input. The flag never changes
+    what is counted or listed by itself: dropping a column silently would make the published list
+    (and, with a declared list, a whole column's counts) depend on one person's row.
+    """
+    flagged = list(getattr(data, "likely_identifiers", ()) or ())
+    source = getattr(data, "source", None) or {}
+    if not flagged or source.get("item_columns"):
+        return
+    import shlex
+
+    names = ", ".join(f"'{name}'" for name in flagged)
+    one = len(flagged) == 1
+    it, its, look = ("it", "its", "looks like an identifier") if one else ("them", "their", "look like identifiers")
+    rest = [c for c in getattr(data, "record_columns", ()) if c not in flagged]
+    option = "--item-columns " + (shlex.quote(",".join(rest)) if rest else "…")
+    raise ParameterError(
+        f"The column{'' if one else 's'} {names} {look}: nearly every row has its own value, so the item names "
+        "taken from the file would publish values that each single out a person. Choose the columns to count "
+        f"yourself — {option} on the command line, or tick them in the import wizard — and leave {it} out, or "
+        f"name {it} there to publish {its} values all the same. (This check read the data: it is for you only. "
+        "Nothing was spent.)")
+
+
 def public_data_domain(data) -> ItemDomain:
     """The data file's own labels, which the steward stated are public."""
-    return ItemDomain(np.asarray(data.item_labels, dtype=object), HOW_PUBLIC_DATA, "the data file")
+    records = (getattr(data, "source", None) or {}).get("format") == "records"
+    return ItemDomain(np.asarray(data.item_labels, dtype=object), HOW_PUBLIC_DATA,
+                      RECORDS_ORIGIN if records else "the data file")
 
 
 def project(data, domain: ItemDomain):
@@ -427,90 +532,6 @@ def project(data, domain: ItemDomain):
         "declared items nobody has": int(domain.size - present.sum())})
     projected.origin = data
     return projected
-
-
-# --- private discovery (partition selection) -----------------------------------------------------
-
-def discovery_threshold(epsilon: float, delta: float, bound: int) -> tuple[int, float]:
-    """The integer threshold τ and the δ it achieves, for noisy-threshold label discovery.
-
-    Each person contributes to at most k = ``bound`` labels (rows longer than k keep a
-    uniformly random k, as for any declared bound). Every label with a true count c ≥ 1
-    gets c + Z, Z two-sided geometric with P(Z = z) ∝ exp(−|z|·ε/k) (exact, the same
-    discrete Laplace as everywhere), and is listed when c + Z ≥ τ.
-
-    Why this is (ε, δ)-DP. Take D′ = D plus one person p (the other direction is
-    symmetric). Labels p does not hold have the same count in both. Labels p holds that
-    others hold too have counts c and c + 1 on at most k labels: the noisy counts of those
-    form the Laplace mechanism with L1 sensitivity k, ε-DP, and listing by threshold is
-    post-processing. Labels held by p alone have count 1 in D′ and are no candidate in D:
-    they can only be listed in D′, each with probability P(1 + Z ≥ τ) = P(Z ≥ τ − 1). With
-    q = exp(−ε/k), P(Z ≥ m) = q^m / (1 + q) for m ≥ 1, so the chance that any of the at
-    most k is listed is at most k·q^(τ−1)/(1 + q). τ is the smallest integer making that
-    ≤ δ; the output distributions then satisfy P[M(D′) ∈ S] ≤ e^ε·P[M(D) ∈ S] + δ and the
-    reverse. The δ achieved is returned (never more than the δ asked for).
-    """
-    k = int(bound)
-    q = math.exp(-epsilon / k)
-    # smallest m = τ − 1 ≥ 1 with k·q^m/(1+q) ≤ δ, computed in logs with one step of margin
-    m = max(1, math.ceil((math.log(k / (delta * (1 + q)))) / (epsilon / k)))
-    while m > 1 and k * q ** (m - 1) / (1 + q) <= delta * (1 - 1e-12):
-        m -= 1
-    while k * q ** m / (1 + q) > delta * (1 - 1e-12):
-        m += 1
-    return m + 1, k * q ** m / (1 + q)
-
-
-def discover_labels(counts: np.ndarray, epsilon: float, delta: float, bound: int, source) -> tuple[np.ndarray, float, int]:
-    """Which labels pass the noisy threshold: (boolean mask, δ achieved, τ).
-
-    ``counts`` are the true counts after bounding each person to ``bound`` labels; labels
-    with count 0 are not candidates (they are not in the data). Noise is exact discrete
-    Laplace from ``source``.
-    """
-    from ..privacy.noise import discrete_laplace
-
-    tau, achieved = discovery_threshold(epsilon, delta, bound)
-    counts = np.asarray(counts, dtype=np.int64)
-    noisy = counts + discrete_laplace(source, bound / epsilon, counts.size)
-    return (counts > 0) & (noisy >= tau), achieved, tau
-
-
-def discover_items(data, epsilon: float, delta: float, bound: int, source) -> ItemDomain:
-    """Items listed by private discovery (see :func:`discovery_threshold`), in the data's order."""
-    from ..privacy.bounding import bounded_counts, prepare_bound
-
-    counts = bounded_counts(data, prepare_bound(data, bound), source)
-    listed, achieved, tau = discover_labels(counts, epsilon, delta, bound, source)
-    labels = np.asarray(data.item_labels, dtype=object)[listed]
-    return ItemDomain(labels, HOW_DISCOVERED, f"noisy threshold {tau}, at most {bound} items per person",
-                      epsilon=float(epsilon), delta=float(achieved),
-                      internal={"items in the data": int(np.sum(counts > 0)), "items listed": int(listed.sum()),
-                                "threshold τ": tau})
-
-
-def discover_cell_domains(cells, epsilon: float, delta: float, source) -> CellDomain:
-    """Attribute values listed by private discovery: each person has one value per attribute.
-
-    With A attributes a person contributes to exactly A (attribute, value) labels, so the
-    argument of :func:`discovery_threshold` applies with k = A and no bounding.
-    """
-    if cells.domains is None:
-        raise ParameterError("Private discovery of values needs a table with named attributes.")
-    digits = cells.decode(cells.indices)
-    counts = []
-    for k, values in enumerate(cells.domains):
-        counts.append(np.bincount(digits[:, k], weights=cells.counts, minlength=len(values)).astype(np.int64))
-    flat = np.concatenate(counts) if counts else np.zeros(0, np.int64)
-    listed, achieved, _ = discover_labels(flat, epsilon, delta, len(cells.domains), source)
-    kept, start = [], 0
-    for values in cells.domains:
-        mask = listed[start:start + len(values)]
-        kept.append(tuple(v for v, keep in zip(values, mask) if keep))
-        start += len(values)
-    return CellDomain(tuple(cells.attributes), tuple(kept), HOW_DISCOVERED,
-                      f"noisy threshold, {len(cells.domains)} values per person", epsilon=float(epsilon),
-                      delta=float(achieved))
 
 
 def restrict_cells(cells, domain: CellDomain):
@@ -674,5 +695,6 @@ def declare(data, items=None, *, items_are_public: bool = False):
         raise ParameterError("Private discovery spends budget, so it happens inside a release "
                              "(dpdesk.workflow.secure_release with items=…).")
     if declaration.kind == HOW_PUBLIC_DATA:
+        check_identifier_labels(data)
         return project(data, public_data_domain(data))
     return project(data, declared_domain(declaration))

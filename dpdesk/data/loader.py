@@ -7,9 +7,10 @@ Formats (``format=``):
   ``item=``, by name or 0-based position; default the first two), optional ``value=``
   column where non-zero means present;
 * ``matrix`` — wide 0/1 CSV, header = item names, optional id column (``id_column=``);
-* ``records`` — microdata (one record per person): with ``attributes=[...]`` the cell
-  counts over those attributes, without it the incidence view with one item per
-  attribute value;
+* ``records`` — microdata: with ``attributes=[...]`` the cell counts over those attributes
+  (one row is one person), without it the incidence view with one item per attribute value
+  of the ``item_columns`` (default: every column); with ``person=`` (a column) the rows
+  that share its value are one person, their items taken together;
 * ``cells`` — a table of attribute columns and a count column (``count=``).
 
 Files: text (CSV, TSV, FIMI; gzip read transparently), Parquet, Excel workbooks (``.xlsx``;
@@ -18,7 +19,8 @@ Files: text (CSV, TSV, FIMI; gzip read transparently), Parquet, Excel workbooks 
 
 Common options: ``encoding`` (auto, utf-8, utf-8-sig, latin-1, cp1252), ``delimiter``
 (auto, ``,``, ``\\t``, ``;``, ``|``, ``whitespace``), ``header`` (auto, True, False),
-``name``. Gzip is read transparently; CRLF line ends are fine.
+``name``, ``column_names`` (names for the columns of a table without a header line). Gzip is
+read transparently; CRLF line ends are fine.
 """
 
 from __future__ import annotations
@@ -38,7 +40,34 @@ from .textio import give_back_free_memory, memory_budget, open_source, read_head
 from .transactions import parse_transactions, to_csr
 
 OPTION_NAMES = {"encoding", "delimiter", "header", "name", "person", "item", "value", "keep_values",
-                "id_column", "attributes", "domains", "count", "memory_limit", "sheet"}
+                "id_column", "attributes", "domains", "count", "memory_limit", "sheet", "item_columns",
+                "column_names"}
+#: the import options a dataset's ``source`` records (how to read it again), besides path and layout
+RECORDED_OPTIONS = ("person", "item", "value", "keep_values", "id_column", "attributes", "domains", "count",
+                    "item_columns", "column_names")
+#: one sentence: cell counts and several rows per person (the sparse mechanisms' Δ = 1 would not hold)
+CELLS_NEED_ONE_ROW = ("Cell counts take each row as one person, so they cannot be made from records in which a "
+                      "person may appear on several rows: count one item per attribute value instead (each "
+                      "person's rows are then taken together), or give a table with one row per person.")
+
+
+def check_options(format: str, options: dict) -> None:
+    """Refuse combinations of import options that cannot hold, before anything is read."""
+    if options.get("attributes") and options.get("item_columns"):
+        raise ParameterError("Give the attributes of cell counts or the item columns of one item per value, not "
+                             "both (--attributes or --item-columns).")
+    if options.get("item_columns") and format not in ("auto", "records"):
+        raise ParameterError(f"Item columns are for records (one item per attribute value), not for {format}.")
+    if options.get("person") is not None and (format == "cells" or (
+            options.get("attributes") and format in ("auto", "records"))):
+        raise ParameterError(CELLS_NEED_ONE_ROW)
+    if options.get("column_names") is not None:
+        from .tabular import check_column_names
+
+        check_column_names(options["column_names"])
+        if options.get("header") is True:
+            raise ParameterError("The file's first line holds its column names (header); column names are given "
+                                 "only for a file without a header line.")
 
 
 def _delimiter(option, sniffed_delimiter):
@@ -70,6 +99,7 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
     from ..engine import EngineUnsupported, choose_engine, scan
     from ..engine.baskets import baskets_dataset, read_baskets_metadata
 
+    check_options(format, options)  # before anything is read
     chosen = choose_engine(engine, open_source(Path(path)), options.get("memory_limit"))
     if chosen != "memory" and engine in (None, "", "auto") and _read_in_memory(path):
         chosen = "memory"  # spreadsheets and SPSS/Stata/SAS files: no engine reads them
@@ -99,10 +129,10 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
     if sheet not in (None, "") and sniffed.kind != "xlsx":
         raise ParameterError(f"The sheet option is for Excel workbooks; {path.name} is {sniffed.a_kind} file.")
     fmt, delimiter, header = layout(sniffed, format, options, path)
-    name = options.get("name") or _display_name(path)
+    name = options.get("name") or display_name(path)
     source_record = {"path": str(path), "format": fmt, "encoding": sniffed.encoding,
                      "delimiter": "whitespace" if delimiter is None else delimiter, "header": header}
-    for key in ("person", "item", "value", "keep_values", "id_column", "attributes", "domains", "count"):
+    for key in RECORDED_OPTIONS:
         if key in options and options[key] is not None:
             source_record[key] = options[key]
     if sniffed.kind == "xlsx":
@@ -131,7 +161,7 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
         table = read_table(source, delimiter=delimiter, header=header, encoding=sniffed.encoding,
                            automatic=encoding == "auto", parquet=sniffed.parquet, budget=budget, cancel=cancel,
                            wanted=columns_needed(fmt, options), kind=sniffed.kind, sheet=sniffed.sheet,
-                           progress=scaled(progress, 0.05, 0.6))
+                           progress=scaled(progress, 0.05, 0.6), names=given_names(sniffed, options, path))
         progress(0.6, "Checking the table")
         if cancel is not None:
             cancel.check()
@@ -146,7 +176,9 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
                 dataset = records_to_cells(table, attributes=list(options["attributes"]),
                                            domains=options.get("domains"), name=name, source=source_record)
             else:
-                dataset = records_to_dataset(table, name=name, source=source_record)
+                dataset = records_to_dataset(table, person=options.get("person"),
+                                             item_columns=options.get("item_columns"), name=name,
+                                             source=source_record)
         else:
             dataset = table_to_cells(table, count=options.get("count"), attributes=options.get("attributes"),
                                      domains=options.get("domains"), name=name, source=source_record)
@@ -156,13 +188,26 @@ def load(path, format: str = "auto", *, progress: ProgressFn | None = None,
     return dataset
 
 
+def given_names(sniffed, options: dict, path) -> list[str] | None:
+    """The steward's column names, for a table without a header line (None when not given)."""
+    names = options.get("column_names")
+    if names is None:
+        return None
+    if sniffed.named_columns:
+        raise ParameterError(f"{Path(path).name} is {sniffed.a_kind} file, which names its columns itself; "
+                             "column names are given only for a text table or a sheet without a header line.")
+    from .tabular import check_column_names
+
+    return check_column_names(names)
+
+
 def _read_in_memory(path) -> bool:
     """Whether the file is a spreadsheet or an SPSS, Stata or SAS file, which only the memory path reads."""
     kind = binary_kind(read_head(path, 4096), path)
     return kind not in (None, "parquet")
 
 
-def _display_name(path: Path) -> str:
+def display_name(path: Path) -> str:
     name = path.name
     for suffix in (".gz",):
         if name.endswith(suffix):
@@ -190,11 +235,13 @@ def layout(sniffed, format: str, options: dict, path) -> tuple[str, str | None, 
     An uncertain guess the options do not settle is refused, with the options that would.
     """
     fmt = sniffed.format if format == "auto" else format
-    if options.get("attributes") and format == "auto" and fmt in ("pairs", "matrix"):
+    if (options.get("attributes") or options.get("item_columns")) and format == "auto" and fmt in ("pairs", "matrix"):
         fmt = "records"
     delimiter = _delimiter(options.get("delimiter", "auto"), sniffed.delimiter)
     header_option = options.get("header", "auto")
     header = sniffed.header if header_option in (None, "auto") else bool(header_option)
+    if options.get("column_names") is not None:
+        header = False  # names given by the steward: the first line is data
     if format == "auto" and sniffed.unsure and not _settled(sniffed, options):
         raise sniffed.refusal(path)
     return fmt, delimiter, header
@@ -202,6 +249,8 @@ def layout(sniffed, format: str, options: dict, path) -> tuple[str, str | None, 
 
 def _settled(sniffed, options: dict) -> bool:
     """Whether the steward's options answer the detector's question (e.g. a given header or delimiter)."""
+    if "header" in sniffed.settled_by and options.get("column_names") is not None:
+        return True  # names given for the columns: there is no header line
     return any(options.get(key) not in (None, "auto") for key in sniffed.settled_by)
 
 
@@ -210,3 +259,28 @@ def reload(source: dict, **overrides) -> Dataset | CellCounts:
     options = {k: v for k, v in source.items() if k in OPTION_NAMES}
     options.update(overrides)
     return load(source["path"], format=source.get("format", "auto"), **options)
+
+
+def unit_of_privacy(source: dict, kind: str = "incidence") -> dict:
+    """Who one person is in this data, in one sentence for the public report (and the column, if any).
+
+    Made from the declared import options only (the layout and the person column the steward
+    named), never from the data, so it is the same for neighbouring datasets.
+    """
+    fmt = source.get("format")
+    workbook = str(source.get("path", "")).lower().endswith((".xlsx", ".xlsm"))
+    row = "row of the query's result" if source.get("sql") else (
+        "line of the data file" if fmt == "transactions" and not workbook else "row of the data file")
+    person = source.get("person column")
+    if fmt == "cells" or (kind == "cells" and fmt != "records"):
+        return {"statement": "Each person is counted once, in one cell of the table of counts."}
+    if person is not None and fmt in ("pairs", "records"):
+        return {"statement": f"One person is one value of the column '{person}': a person may appear on several "
+                             "rows, and all the rows with their value are taken together (an item counts once per "
+                             "person).", "person_column": person}
+    if fmt == "transactions":
+        return {"statement": f"One person is one {row}, which holds all of their items."}
+    if kind == "cells":
+        return {"statement": f"One person is one {row}: nobody appears on more than one row, so each person is "
+                             "counted in one cell."}
+    return {"statement": f"One person is one {row}: nobody appears on more than one row."}

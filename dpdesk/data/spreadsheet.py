@@ -198,8 +198,9 @@ def _fraction(number: int, total: int | None) -> float:
 
 
 def read_sheet(source: Source, *, sheet=None, header: bool, wanted=None, budget: MemoryBudget, cancel=None,
-               progress=None):
-    """A worksheet as a :class:`.tabular.Table` (rows numbered as in Excel)."""
+               progress=None, names: list[str] | None = None):
+    """A worksheet as a :class:`.tabular.Table` (rows numbered as in Excel); ``names``: the steward's
+    names for the columns of a sheet without a header row."""
     from .tabular import _Columns, value_text
 
     path = source.path
@@ -209,7 +210,7 @@ def read_sheet(source: Source, *, sheet=None, header: bool, wanted=None, budget:
     with workbook(path) as book:
         ws = _sheet(book, sheet, path)
         total = _size(ws)
-        columns = _Columns(source, budget, wanted, header, "utf-8")
+        columns = _Columns(source, budget, wanted, header, "utf-8", names)
         columns.raw_keys, columns.unit = False, "row"
         first: list[tuple[int, tuple]] = []  # the first rows, until the table's width is known
         batch: list[tuple] = []

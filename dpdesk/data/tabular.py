@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..errors import DataError, EmptyData, ParameterError
 from .dataset import CellCounts, Dataset, build_incidence, natural_order
-from .detect import COUNT_NAMES
+from .detect import COUNT_NAMES, IDENTIFIER_SAMPLE, identifier_like
 from .textio import (MAX_FIELD_BYTES, MemoryBudget, Source, TextCheck, checked_text, format_size, memory_budget,
                      read_raw)
 
@@ -76,6 +76,11 @@ class Table:
         codes, uniques = self.coded(name)
         return uniques[codes] if uniques.size else np.full(codes.size, "", dtype=object)
 
+    def values_head(self, name: str, rows: int) -> list[str]:
+        """The values of a column's first ``rows`` rows."""
+        codes, uniques = self.coded(name)
+        return [str(uniques[c]) for c in codes[:rows]]
+
     def first_row(self, name: str, bad_values: np.ndarray) -> int | None:
         """The first row whose value is one of the distinct values flagged in ``bad_values`` (bools)."""
         if not np.any(bad_values):
@@ -98,8 +103,10 @@ class _Quoted(Exception):
 class _Columns:
     """What is kept while reading: per kept column, pieces of int32 codes and the value → code dictionary."""
 
-    def __init__(self, source: Source, budget: MemoryBudget, wanted, header: bool, encoding: str):
+    def __init__(self, source: Source, budget: MemoryBudget, wanted, header: bool, encoding: str,
+                 names: list[str] | None = None):
         self.source, self.path, self.budget, self.wanted, self.header = source, source.path, budget, wanted, header
+        self.given = names  # the steward's names for a table without a header line
         self.codec = "utf-8" if encoding == "utf-8-sig" else encoding
         self.raw_keys = True  # values as bytes (plain reading), or as text (the csv module)
         self.names: list[str] | None = None
@@ -115,8 +122,14 @@ class _Columns:
     def start(self, first: list[str], line: int) -> None:
         """The first non-blank line: the header (names) or the first row (its width)."""
         self.width = len(first)
-        names = [f.strip() for f in first] if self.header else [f"column {k + 1}" for k in range(self.width)]
-        self.names = _distinct_names(names)
+        if self.given is not None:
+            if len(self.given) != self.width:
+                raise DataError(f"{len(self.given)} column names were given but the table has {self.width} columns",
+                                path=self.path, expected=f"{self.width} names, one for each column, in order")
+            names = list(self.given)
+        else:
+            names = [f.strip() for f in first] if self.header else [f"column {k + 1}" for k in range(self.width)]
+        self.names = distinct_names(names)
         chosen = self.wanted(self.names) if self.wanted is not None else None
         chosen = set(self.names if chosen is None else chosen)
         self.keep = [k for k, name in enumerate(self.names) if name in chosen]
@@ -190,13 +203,14 @@ class _Columns:
 def read_table(source: Source, *, delimiter: str | None, header: bool, encoding: str, automatic: bool = False,
                parquet: bool = False, budget: MemoryBudget | None = None, cancel=None,
                wanted: Callable[[list[str]], list[str] | None] | None = None, kind: str = "text",
-               sheet=None, progress=None) -> Table:
+               sheet=None, progress=None, names: list[str] | None = None) -> Table:
     """Read a table with every field as a string, within ``budget``: delimited text, Parquet, an
     Excel sheet (``kind="xlsx"``, ``sheet``) or an SPSS, Stata or SAS file (``kind`` "sav", "dta",
     "sas7bdat", "xpt"; :mod:`.statfiles`).
 
     ``wanted(columns)`` names the columns to keep (None: all), given the table's column names.
-    ``progress(fraction, message)`` hears how far the reading is.
+    ``progress(fraction, message)`` hears how far the reading is. ``names`` are the steward's names
+    for the columns of a text table or a sheet without a header line.
     """
     budget = budget or memory_budget()
     if parquet or kind == "parquet":
@@ -205,17 +219,17 @@ def read_table(source: Source, *, delimiter: str | None, header: bool, encoding:
         from .spreadsheet import read_sheet
 
         return read_sheet(source, sheet=sheet, header=header, wanted=wanted, budget=budget, cancel=cancel,
-                          progress=progress)
+                          progress=progress, names=names)
     if kind != "text":
         from .statfiles import read_statfile
 
         return read_statfile(source, kind, encoding=None if automatic else encoding, wanted=wanted, budget=budget,
                              cancel=cancel, progress=progress)
-    columns = _Columns(source, budget, wanted, header, encoding)
+    columns = _Columns(source, budget, wanted, header, encoding, names)
     try:
         _read_plain(source, delimiter, encoding, automatic, columns, cancel, progress)
     except _Quoted:
-        columns = _Columns(source, budget, wanted, header, encoding)
+        columns = _Columns(source, budget, wanted, header, encoding, names)
         columns.raw_keys = False
         _read_quoted(source, delimiter, encoding, automatic, columns, cancel, progress)
     return columns.table()
@@ -227,7 +241,24 @@ def _reading(progress, consumed: int, total: int) -> None:
         progress(min(consumed / max(total, 1), 1.0), f"Reading the table: {format_size(consumed)}")
 
 
-def _distinct_names(names: list[str]) -> list[str]:
+def check_column_names(names) -> list[str]:
+    """The steward's names for a table's columns: each a non-empty text, no two alike (trimmed)."""
+    if isinstance(names, str) or not isinstance(names, (list, tuple)):
+        raise ParameterError("Give the column names as a list (on the command line: --column-names a,b,c).")
+    names = [str(name).strip() for name in names]
+    empty = [k + 1 for k, name in enumerate(names) if not name]
+    if empty:
+        raise ParameterError(f"Column {empty[0]} has no name: give every column a name.")
+    seen: dict[str, int] = {}
+    for k, name in enumerate(names):
+        if name in seen:
+            raise ParameterError(f"Columns {seen[name] + 1} and {k + 1} are both named '{name}': give each column "
+                                 "its own name.")
+        seen[name] = k
+    return names
+
+
+def distinct_names(names: list[str]) -> list[str]:
     """Column names made distinct (``a``, ``a.1``), as pandas would."""
     seen: dict[str, int] = {}
     result = []
@@ -457,7 +488,7 @@ def _read_parquet(source: Source, budget: MemoryBudget, wanted=None) -> Table:
     parquet = _parquet_file(source, budget)
     path = source.path
     try:
-        names = _distinct_names([str(name) for name in parquet.schema_arrow.names])
+        names = distinct_names([str(name) for name in parquet.schema_arrow.names])
         keep = wanted(names) if wanted is not None else None
         keep = names if keep is None else [n for n in names if n in set(keep)]
         n_rows = int(parquet.metadata.num_rows)
@@ -550,6 +581,10 @@ def columns_needed(fmt: str, options: dict) -> Callable[[list[str]], list[str] |
             return [resolve_column(names, spec, role) for spec, role in specs]
         if fmt == "records" and options.get("attributes"):
             return [resolve_column(names, a, "attribute") for a in options["attributes"]]
+        if fmt == "records" and options.get("item_columns"):
+            chosen = [resolve_column(names, c, "item") for c in options["item_columns"]]
+            person = options.get("person")
+            return chosen + ([resolve_column(names, person, "person")] if person is not None else [])
         if fmt == "cells" and options.get("attributes"):
             count = options.get("count")
             named = [c for c in names if c.strip().lower() in COUNT_NAMES]
@@ -669,18 +704,69 @@ def item_label(column: str, value) -> str:
     return f"{column}={value}"
 
 
-def records_to_dataset(table: Table, *, name: str, source: dict) -> Dataset:
-    """One item per attribute value ("workclass=Private"): the incidence view of records."""
-    n = table.n_rows
-    columns = table.columns
-    cols = np.empty((n, len(columns)), dtype=np.int32)
+def record_item_columns(columns: list[str], item_columns=None, person=None,
+                        resolve=None) -> tuple[list[str], str | None]:
+    """(the columns whose values become items, the person column or None) of records read as items.
+
+    ``item_columns`` (names or positions) are the steward's choice; without it every column but
+    the person's. The person column identifies a person who may be on several rows: it is never
+    an item itself.
+    """
+    resolve = resolve or (lambda spec, role: resolve_column(columns, spec, role))
+    person_col = resolve(person, "person") if person is not None else None
+    if item_columns:
+        chosen = [resolve(c, "item") for c in item_columns]
+        if len(set(chosen)) != len(chosen):
+            raise ParameterError("A column is listed twice in the item columns.")
+        if person_col in chosen:
+            raise ParameterError(f"'{person_col}' is the person column: it says who is who, so its values cannot "
+                                 "also be items. Leave it out of the item columns.")
+    else:
+        chosen = [c for c in columns if c != person_col]
+    if not chosen:
+        raise ParameterError("No column is left to count: name at least one item column besides the person column.")
+    return chosen, person_col
+
+
+def identifier_columns(table: Table, columns: list[str]) -> list[str]:
+    """The columns that look like identifiers (:func:`.detect.identifier_like`, on the first rows).
+
+    Computed from the true data: internal, for the steward's eyes only.
+    """
+    return [c for c in columns if identifier_like(table.values_head(c, IDENTIFIER_SAMPLE))]
+
+
+def records_to_dataset(table: Table, *, person=None, item_columns=None, name: str, source: dict) -> Dataset:
+    """One item per attribute value ("workclass=Private"): the incidence view of records.
+
+    Without ``person`` every row is one person. With a ``person`` column the rows that share its
+    value are one person, and their items are taken together (a person holds an item once, however
+    many of their rows have it), as the rows of pairs are grouped by person: the person is one row
+    of the incidence matrix, so adding or removing them changes each count by at most 1 and, after
+    the declared bound Δ (``privacy/bounding.py``), at most Δ counts — what the noise assumes.
+
+    ``dataset.likely_identifiers`` lists the item columns that look like identifiers (internal).
+    """
+    columns, person_col = record_item_columns(table.columns, item_columns, person, table.column)
+    if person_col is not None:
+        _missing(table, person_col, "person")
+        record_rows, people = table.coded(person_col)
+        n = int(people.size)
+        source = {**source, "person column": person_col}
+    else:
+        n = table.n_rows
+        record_rows = np.arange(n, dtype=np.int32)
+    cols = np.empty((table.n_rows, len(columns)), dtype=np.int32)
     labels: list[str] = []
     for k, column in enumerate(columns):
         codes, uniques = table.coded(column)
         cols[:, k] = codes + len(labels)
         labels.extend(item_label(column, u) for u in uniques)
-    rows = np.repeat(np.arange(n, dtype=np.int32), len(columns))
-    return build_incidence(rows, cols.ravel(), n, labels, name=name, source=source)
+    rows = np.repeat(record_rows.astype(np.int32), len(columns))
+    dataset = build_incidence(rows, cols.ravel(), n, labels, name=name, source=source)
+    dataset.record_columns = tuple(columns)
+    dataset.likely_identifiers = identifier_columns(table, columns)
+    return dataset
 
 
 def _domains(table: Table, attributes: list[str], declared: dict | None):

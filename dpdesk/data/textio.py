@@ -16,8 +16,8 @@ import gzip
 import io
 import os
 import re
-import resource
 import stat
+import sys
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +25,11 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import DataError, EmptyData, ParameterError, TooLargeError
+
+try:  # POSIX: a process's address-space limit (ulimit -v); Windows has none
+    import resource
+except ImportError:
+    resource = None
 
 GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"
@@ -72,7 +77,11 @@ def format_size(n: float) -> str:
 
 
 def available_memory() -> int | None:
-    """Memory the system can still give (MemAvailable), capped by this process's limits."""
+    """Memory the system can still give, capped by this process's limits: on Windows the physical
+    memory available (GlobalMemoryStatusEx); elsewhere MemAvailable from /proc/meminfo (or the
+    free pages from sysconf), a container's memory limit (cgroup v2) and ``ulimit -v``."""
+    if sys.platform == "win32":
+        return _windows_available_memory()
     found = []
     try:
         with open("/proc/meminfo", "rb") as handle:
@@ -95,10 +104,33 @@ def available_memory() -> int | None:
             found.append(max(int(text) - used, 0))
     except (OSError, ValueError):
         pass
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if soft != resource.RLIM_INFINITY:
-        found.append(max(soft - _address_space_in_use(), 0))
+    if resource is not None:
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            found.append(max(soft - _address_space_in_use(), 0))
     return min(found) if found else None
+
+
+def _windows_available_memory() -> int | None:
+    """The physical memory Windows can still give (MEMORYSTATUSEX.ullAvailPhys, what Task
+    Manager shows as Available), capped by the address space this process has left."""
+    import ctypes
+
+    class MemoryStatus(ctypes.Structure):
+        _fields_ = [("length", ctypes.c_uint32), ("memory_load", ctypes.c_uint32),
+                    ("total_physical", ctypes.c_uint64), ("available_physical", ctypes.c_uint64),
+                    ("total_page_file", ctypes.c_uint64), ("available_page_file", ctypes.c_uint64),
+                    ("total_virtual", ctypes.c_uint64), ("available_virtual", ctypes.c_uint64),
+                    ("available_extended_virtual", ctypes.c_uint64)]
+
+    status = MemoryStatus()
+    status.length = ctypes.sizeof(MemoryStatus)
+    try:
+        if not ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status)):
+            return None
+    except (OSError, AttributeError):
+        return None
+    return min(status.available_physical, status.available_virtual) or None
 
 
 def _address_space_in_use() -> int:
@@ -137,7 +169,7 @@ def memory_budget(option=None) -> MemoryBudget:
     if env and env != "auto":
         return MemoryBudget(parse_memory_size(env, f"{MEMORY_ENV} setting"), f"{MEMORY_ENV}={env}")
     available = available_memory()
-    if available is None:  # pragma: no cover - no /proc and no sysconf
+    if available is None:  # pragma: no cover - the system gave no figure
         return MemoryBudget(4 << 30, "a default of 4 GB; the available memory is unknown")
     return MemoryBudget(max(available // 2, 64 << 20),
                         f"half of the {format_size(available)} of memory available now")
@@ -323,17 +355,22 @@ _C1 = re.compile(rb"[\x80-\x9f]")
 _CONTROL = re.compile(rb"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
+NOT_TEXT_EXPECTED = ("a data table: text such as CSV, TSV or a transaction list, or an Excel, SPSS, Stata, SAS or "
+                     "Parquet file")
+
+
 def check_not_binary(raw: bytes, path, line_offset: int = 0) -> None:
     """Refuse content that is not text: NUL bytes or many control characters."""
     nul = raw.find(b"\x00")
     if nul >= 0:
         line = line_offset + raw.count(b"\n", 0, nul) + 1
-        raise DataError("the file contains binary data (a NUL byte), not text", path=path, line=line,
-                        expected="a text file such as CSV or a transaction list")
+        # the line number in the words, not as a place to look: a document or an image has no lines to fix
+        raise DataError(f"this is not a text table: it holds binary data (a zero byte, on what would be line "
+                        f"{line:,}), as a document, an image or a program does", path=path, expected=NOT_TEXT_EXPECTED)
     sample = raw[:65536]
     if len(_CONTROL.findall(sample)) > max(8, len(sample) // 100):
-        raise DataError("the file looks like binary data, not text", path=path,
-                        expected="a text file such as CSV or a transaction list")
+        raise DataError("this is not a text table: it holds binary data (many control characters), as a document, "
+                        "an image or a program does", path=path, expected=NOT_TEXT_EXPECTED)
 
 
 def check_encoding_name(encoding: str, path=None) -> str:

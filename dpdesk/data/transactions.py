@@ -69,19 +69,19 @@ def parse_transactions(source: Source, *, delimiter: str | None = None, encoding
     path = source.path
     if delimiter is not None and len(delimiter.encode()) != 1:
         raise DataError(f"the delimiter {delimiter!r} must be a single character", path=path)
-    parser = _Parser(source, delimiter, encoding, automatic, header, budget or memory_budget(), progress, cancel)
+    parser = Tokenizer(source, delimiter, encoding, automatic, header, budget or memory_budget(), progress, cancel)
     try:
         return parser.run()
-    except _Quoted:
+    except QuotedFields:
         return _parse_quoted(source, delimiter, encoding, automatic, header, budget or memory_budget(),
                              progress, cancel)
 
 
-class _Quoted(Exception):
+class QuotedFields(Exception):
     """A delimited basket file with quoted fields: read again with the csv module."""
 
 
-class _Parser:
+class Tokenizer:
     def __init__(self, source, delimiter, encoding, automatic, header, budget, progress, cancel):
         self.source, self.path = source, source.path
         self.delim = None if delimiter is None else ord(delimiter)
@@ -117,7 +117,7 @@ class _Parser:
                         self.text.check(_BOM)
                     last_byte = piece[-1] if piece else last_byte
                     if self.delim is not None and _QUOTE in piece:
-                        raise _Quoted()
+                        raise QuotedFields()
                 buffer = carry + piece if carry else piece
                 if self.skip_header:
                     buffer = self._skip_header(buffer)

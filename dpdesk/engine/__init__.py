@@ -35,7 +35,8 @@ from pathlib import Path
 
 from ..errors import DataError, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress
-from .backend import ENGINES, Engine, EngineError, EngineUnsupported, open_engine
+from .backend import open_engine
+from .base import ENGINES, Engine, EngineError, EngineUnsupported
 
 #: peak memory of a release on the in-memory path per byte of (decompressed) text: 7.2 measured for
 #: DPSense-S at 16 M rows (LPA 2.5, GS 4.1; benchmarks/bench_scale.py), rounded up

@@ -22,75 +22,12 @@ import os
 import shutil
 import threading
 import uuid
-from pathlib import Path
 from typing import Iterator
 
 from ..errors import Cancelled, DataError, DpdeskError, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress
 
-ENGINES = ("duckdb", "spark")
-POLL_SECONDS = 0.1  # how often a running query's progress and the cancel token are looked at
-BATCH_ROWS = 1 << 17  # rows per Arrow batch handed back to Python
-
-
-class EngineError(DpdeskError):
-    """The engine could not run (a missing optional package, a query that failed)."""
-
-    title = "The data engine failed"
-
-
-class EngineUnsupported(ParameterError):
-    """A layout or option the engine does not read (``auto`` then reads the file in memory)."""
-
-
-def spill_root() -> Path:
-    from ..paths import user_data_dir
-
-    return user_data_dir() / "engine-tmp"
-
-
-def _clear_stale_spill(root: Path) -> None:
-    """Remove spill folders of engines whose process is gone (named run-PID-…)."""
-    if not root.is_dir():
-        return
-    for entry in root.iterdir():
-        parts = entry.name.split("-")
-        if len(parts) < 3 or parts[0] != "run" or not parts[1].isdigit():
-            continue
-        pid = int(parts[1])
-        if pid == os.getpid():
-            continue
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            shutil.rmtree(entry, ignore_errors=True)
-        except PermissionError:
-            pass
-
-
-class Engine:
-    """What every backend offers the statistics (see :mod:`.queries`)."""
-
-    kind = ""
-    dialect = "duckdb"
-
-    def execute(self, sql: str, *, progress: ProgressFn | None = None, cancel: CancelToken | None = None,
-                message: str = "Querying the data"):
-        """Run ``sql`` and return its result as a ``pyarrow.Table``."""
-        raise NotImplementedError
-
-    def batches(self, sql: str, *, cancel: CancelToken | None = None) -> Iterator:
-        """Run ``sql`` and yield its result as ``pyarrow.RecordBatch`` es, in the order the query gives."""
-        raise NotImplementedError
-
-    def close(self) -> None:
-        raise NotImplementedError
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+from .base import BATCH_ROWS, POLL_SECONDS, Engine, EngineError, clear_stale_spill, first_line, spill_root
 
 
 class DuckEngine(Engine):
@@ -111,7 +48,7 @@ class DuckEngine(Engine):
         self.memory_limit = int(budget.limit)
         root = spill_root()
         root.mkdir(parents=True, exist_ok=True)
-        _clear_stale_spill(root)
+        clear_stale_spill(root)
         self.folder = root / f"run-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.folder.mkdir()
         self.con = duckdb.connect(":memory:", config={
@@ -184,9 +121,9 @@ class DuckEngine(Engine):
             return Cancelled()
         if isinstance(error, self.duckdb.OutOfMemoryException):
             return DataError(f"the data engine ran out of memory even with spilling to disk "
-                             f"({_first_line(error)})", expected="a larger --memory-limit or more free disk space")
+                             f"({first_line(error)})", expected="a larger --memory-limit or more free disk space")
         if isinstance(error, self.duckdb.Error):
-            return DataError(f"the data engine could not read it: {_first_line(error)}")
+            return DataError(f"the data engine could not read it: {first_line(error)}")
         return error
 
     def execute(self, sql: str, *, progress: ProgressFn | None = None, cancel: CancelToken | None = None,
@@ -247,11 +184,6 @@ class DuckEngine(Engine):
             self.close()
         except Exception:
             pass
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
 
 
 def open_engine(kind: str = "duckdb", *, memory_limit=None, spark_master: str | None = None) -> Engine:

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from ..errors import DataError, EmptyData
 from ..tasks import CancelToken, ProgressFn, no_progress
 from ..data.textio import MemoryBudget, Source, memory_budget
-from ..data.transactions import _Parser, _Quoted, parse_transactions
+from ..data.transactions import Tokenizer, QuotedFields, parse_transactions
 from .relation import list_parts
 
 BASKETS_FORMAT = "dpdesk-baskets-v1"
@@ -55,7 +55,7 @@ class _Restart(Exception):
     """The file turned out to hold labels after integer ids were already written: read it again."""
 
 
-class _PieceParser(_Parser):
+class _PieceParser(Tokenizer):
     """The loader's tokenizer, handing every complete line on to ``sink`` instead of keeping it."""
 
     def __init__(self, *args, sink, force_labels: bool = False):
@@ -211,7 +211,7 @@ def write_baskets(source: Source, out: Path, *, delimiter: str | None, encoding:
             except _Restart:
                 writer.writer.close()
                 force_labels = True
-            except _Quoted:
+            except QuotedFields:
                 writer.writer.close()
                 lines = parse_transactions(source, delimiter=delimiter, encoding=encoding, automatic=automatic,
                                            header=header, budget=budget, progress=progress, cancel=cancel)

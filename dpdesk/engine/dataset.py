@@ -42,7 +42,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from ..data.dataset import FINGERPRINT_BLOCK, _labels_bytes, _row_blocks, _row_digest, _sha
+from ..data.fingerprint import RowsDigest, incidence_fingerprint
 from ..privacy.bounding import BoundedRows, check_bound
 from ..privacy.randomness import RandomSource
 from ..tasks import CancelToken, ProgressFn, no_progress
@@ -65,6 +65,8 @@ class EngineDataset:
 
     kind = "incidence"
     binary = True
+    likely_identifiers = ()  # internal, as Dataset's
+    record_columns = ()
 
     def __init__(self, incidence: Incidence, *, name: str = "dataset", source: dict | None = None,
                  labels: np.ndarray | None = None, mapping: np.ndarray | None = None, domain=None, origin=None):
@@ -295,6 +297,10 @@ class EngineDataset:
             "declared items nobody has": int(size - present.sum())})
         return projected
 
+    def prepare_bounding(self, bound, cancel: CancelToken | None = None, progress: ProgressFn = no_progress):
+        """Counts of the rows within Δ (here) and the rows over Δ (fetched): :func:`prepare_bounding`."""
+        return prepare_bounding(self, bound, cancel, progress)
+
     # -- identity --------------------------------------------------------------------------
     @cached_property
     def fingerprint(self) -> str:
@@ -303,18 +309,12 @@ class EngineDataset:
             raise RuntimeError("the fingerprint is of the data as read, before projection")  # api uses origin
         if self.incidence.fingerprint is not None:  # stored by dpdesk convert (baskets.seal_baskets)
             return self.incidence.fingerprint
-        lanes = np.zeros(3, dtype=np.uint64)
+        digest = RowsDigest()
         for rows, offsets, columns in self._row_batches(queries.rows_longer(
                 self.relation, -1, ordered=self.engine.kind != "duckdb"), None):
-            for first, last in _row_blocks(offsets, FINGERPRINT_BLOCK):
-                lanes += _row_digest(offsets[first:last + 1], columns, None, None)
-        parts = [
-            b"dpdesk-incidence-v2",
-            _labels_bytes(str(label) for label in self.codes.natural_labels),
-            np.array([self.n_rows, self.nnz, 1], dtype="<i8").tobytes(),
-            lanes.astype("<u8").tobytes(),
-        ]
-        return _sha(*parts)
+            digest.add(offsets, columns)
+        return incidence_fingerprint((str(label) for label in self.codes.natural_labels), self.n_rows, self.nnz,
+                                     True, digest)
 
 
 def _increasing(values: np.ndarray) -> bool:

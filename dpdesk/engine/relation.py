@@ -128,7 +128,7 @@ def fresh_name(prefix: str) -> str:
 def csv_reader(engine, path, *, delimiter: str | None, header: bool, width: int) -> str:
     """DuckDB's reader for a delimited text table, every column as text (c0, c1, …)."""
     if delimiter is None:
-        from .backend import EngineUnsupported
+        from .base import EngineUnsupported
 
         raise EngineUnsupported("The engine reads whitespace-separated tables only as transactions; "
                              "use a comma, tab, semicolon or pipe delimiter, or --engine memory.")
@@ -202,20 +202,40 @@ def pairs_relation(engine, reader: str, names: list[str], *, person: str, item: 
     return _finish(engine, rel, codes)
 
 
-def records_relation(engine, reader: str, names: list[str], *, progress=None, cancel=None) -> Incidence:
-    """Records as incidence data: one item per attribute value (``column=value``), one row per record."""
+def records_relation(engine, reader: str, names: list[str], *, person: str | None = None, path=None,
+                     line_offset: int = 1, progress=None, cancel=None) -> Incidence:
+    """Records as incidence data: one item per attribute value of ``names`` (``column=value``), one row
+    per record — or, with a ``person`` column, one row per person in order of first appearance, their
+    records' items together (as :func:`dpdesk.data.tabular.records_to_dataset` groups them)."""
     kinds = dict(table_columns(engine, reader))
     src, labels_table, rel = fresh_name("records_src"), fresh_name("labels"), fresh_name("baskets")
     texts = ", ".join(f"{text_column(name, kinds[name])} AS v{k}" for k, name in enumerate(names))
-    engine.statement(f"CREATE TABLE {src} AS SELECT row_number() OVER () - 1 AS row, {texts} FROM {reader}",
-                     progress=progress, cancel=cancel, message="Reading the records")
+    who = f", {text_column(person, kinds[person])} AS person" if person is not None else ""
+    engine.statement(f"CREATE TABLE {src} AS SELECT *, row + 1 AS line FROM (SELECT row_number() OVER () - 1 AS row"
+                     f"{who}, {texts} FROM {reader})", progress=progress, cancel=cancel, message="Reading the records")
+    if person is not None:
+        line = first_bad_line(engine, src, "person = ''", line_offset)
+        if line is not None:
+            raise DataError("the person is missing", path=path, line=line, column=person,
+                            expected="a person identifier")
     parts = " UNION ALL ".join(f"SELECT DISTINCT {k} AS k, v{k} AS value FROM {src}" for k in range(len(names)))
     engine.statement(f"CREATE TABLE {labels_table} AS SELECT k, value, row_number() OVER (ORDER BY k, value) - 1 "
                      f"AS code FROM ({parts})", cancel=cancel)
     joins = " ".join(f"JOIN {labels_table} l{k} ON l{k}.k = {k} AND l{k}.value = s.v{k}" for k in range(len(names)))
     codes_list = ", ".join(f"l{k}.code" for k in range(len(names)))
-    engine.statement(f"CREATE TABLE {rel} AS SELECT s.row AS row, LIST_SORT([{codes_list}]) AS items FROM {src} s "
-                     f"{joins} ORDER BY s.row", progress=progress, cancel=cancel, message="Coding the records")
+    if person is None:
+        engine.statement(f"CREATE TABLE {rel} AS SELECT s.row AS row, LIST_SORT([{codes_list}]) AS items FROM {src} s "
+                         f"{joins} ORDER BY s.row", progress=progress, cancel=cancel, message="Coding the records")
+    else:
+        people = fresh_name("people")
+        engine.statement(f"CREATE TABLE {people} AS SELECT person, row_number() OVER (ORDER BY MIN(line)) - 1 AS row "
+                         f"FROM {src} GROUP BY person", cancel=cancel)
+        engine.statement(
+            f"CREATE TABLE {rel} AS SELECT p.row AS row, LIST_SORT(LIST(DISTINCT c.code)) AS items FROM "
+            f"(SELECT s.person AS person, UNNEST([{codes_list}]) AS code FROM {src} s {joins}) c "
+            f"JOIN {people} p ON c.person = p.person GROUP BY p.row ORDER BY p.row",
+            progress=progress, cancel=cancel, message="Grouping the records by person")
+        engine.statement(f"DROP TABLE {people}")
     table = engine.execute(f"SELECT k, value, code FROM {labels_table}")
     labels = [item_label(names[k], value) for k, value in zip(table.column("k").to_pylist(),
                                                                 table.column("value").to_pylist())]

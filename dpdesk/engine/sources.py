@@ -13,13 +13,15 @@ import numpy as np
 
 from ..data.dataset import CellCounts, natural_order
 from ..data.detect import a_kind, binary_kind, sniff
-from ..data.loader import OPTION_NAMES, _display_name, layout
-from ..data.tabular import _distinct_names, resolve_column
+from ..data.detect import IDENTIFIER_SAMPLE, identifier_like
+from ..data.loader import OPTION_NAMES, RECORDED_OPTIONS, check_options, display_name, given_names, layout
+from ..data.tabular import distinct_names, record_item_columns, resolve_column
 from ..data.textio import memory_budget, open_source
 from ..data.tabular import delimiters_in_words
 from ..errors import DataError, EmptyData, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress, scaled
-from .backend import EngineUnsupported, open_engine
+from .backend import open_engine
+from .base import EngineUnsupported
 from .baskets import read_baskets_metadata, seal_baskets, write_baskets, write_relation_baskets
 from .dataset import EngineDataset
 from .relation import (baskets_relation, csv_reader, pairs_relation, quote_name, records_relation, table_columns,
@@ -38,6 +40,7 @@ def read_file(path, format: str = "auto", *, engine: str = "duckdb", spark_maste
     if unknown:
         raise ParameterError("Unknown import option(s): " + ", ".join(sorted(unknown)) + ". Known options: "
                              + ", ".join(sorted(OPTION_NAMES)) + ".")
+    check_options(format, options)
     path = Path(path)
     progress(0.0, "Reading file")
     source = open_source(path)
@@ -46,7 +49,7 @@ def read_file(path, format: str = "auto", *, engine: str = "duckdb", spark_maste
         raise EngineUnsupported(f"The {engine} engine reads text files and Parquet; {path.name} is {a_kind(kind)} "
                                 "file, which dpdesk reads in memory: use --engine memory (or auto).")
     baskets = read_baskets_metadata(path) if not source.compressed else None
-    name = options.get("name") or _display_name(path)
+    name = options.get("name") or display_name(path)
     backend = open_engine(engine, memory_limit=options.get("memory_limit"), spark_master=spark_master)
     try:
         if baskets is not None:
@@ -61,7 +64,7 @@ def read_file(path, format: str = "auto", *, engine: str = "duckdb", spark_maste
         fmt, delimiter, header = layout(sniffed, format, options, path)
         record = {"path": str(path), "format": fmt, "encoding": sniffed.encoding,
                   "delimiter": "whitespace" if delimiter is None else delimiter, "header": header}
-        for key in ("person", "item", "value", "id_column", "attributes", "domains", "count"):
+        for key in RECORDED_OPTIONS:
             if key in options and options[key] is not None:
                 record[key] = options[key]
         if options.get("keep_values"):
@@ -98,7 +101,8 @@ def read_file(path, format: str = "auto", *, engine: str = "duckdb", spark_maste
                 names = [c for c, _ in table_columns(tables, reader)]
                 offset = 0
             else:
-                names = _text_names(source, delimiter, header, sniffed.encoding, path)
+                names = _text_names(source, delimiter, header, sniffed.encoding, path,
+                                    given_names(sniffed, options, path))
                 reader = csv_reader(tables, path, delimiter=delimiter, header=header, width=len(names))
                 reader = f"(SELECT {', '.join(f'c{k} AS {quote_name(n)}' for k, n in enumerate(names))} FROM {reader})"
                 offset = 1 + int(header)
@@ -113,7 +117,11 @@ def read_file(path, format: str = "auto", *, engine: str = "duckdb", spark_maste
             converted = backend.folder / f"{fresh_name('converted')}.parquet"
             write_relation_baskets(local, dataset.incidence.relation, list(codes.labels), converted, cancel=cancel)
             incidence = baskets_relation(backend, converted, list(codes.labels), cancel=cancel)
-            return _owned(EngineDataset(incidence, name=name, source=record), backend)
+            converted_dataset = EngineDataset(incidence, name=name, source=dataset.source)
+            # what the table said of its columns (internal) goes with it
+            converted_dataset.likely_identifiers = dataset.likely_identifiers
+            converted_dataset.record_columns = dataset.record_columns
+            return _owned(converted_dataset, backend)
         finally:
             if local is not None:
                 local.close()
@@ -136,8 +144,14 @@ def table_dataset(backend, reader: str, names: list[str], fmt: str, options: dic
                                    line_offset=line_offset, progress=progress, cancel=cancel)
         return EngineDataset(incidence, name=name, source={**record, "person column": person, "item column": item})
     if fmt == "records" and not options.get("attributes"):
-        incidence = records_relation(backend, reader, names, progress=progress, cancel=cancel)
-        return EngineDataset(incidence, name=name, source=record)
+        columns, person = record_item_columns(names, options.get("item_columns"), options.get("person"))
+        incidence = records_relation(backend, reader, columns, person=person, path=path, line_offset=line_offset,
+                                     progress=progress, cancel=cancel)
+        dataset = EngineDataset(incidence, name=name,
+                                source={**record, "person column": person} if person is not None else record)
+        dataset.record_columns = tuple(columns)
+        dataset.likely_identifiers = identifier_columns(backend, reader, columns)
+        return dataset
     if fmt == "records":
         attributes = [resolve_column(names, a, "attribute") for a in options["attributes"]]
         if len(set(attributes)) != len(attributes):
@@ -186,8 +200,18 @@ def grouped_cells(backend, reader: str, attributes: list[str], count: str | None
                       dropped_records=int(counts[~keep].sum()))
 
 
-def _text_names(source, delimiter: str | None, header: bool, encoding: str, path) -> list[str]:
-    """Column names as the loader gives them: the header's fields (stripped, made distinct) or 'column k'."""
+def identifier_columns(backend, reader: str, columns: list[str]) -> list[str]:
+    """The columns that look like identifiers on the first rows (as :func:`dpdesk.data.tabular.identifier_columns`)."""
+    kinds = dict(table_columns(backend, reader))
+    texts = ", ".join(f"{text_column(c, kinds[c])} AS v{k}" for k, c in enumerate(columns))
+    head = backend.execute(f"SELECT {texts} FROM {reader} LIMIT {IDENTIFIER_SAMPLE}")
+    return [c for k, c in enumerate(columns) if identifier_like(head.column(f"v{k}").to_pylist())]
+
+
+def _text_names(source, delimiter: str | None, header: bool, encoding: str, path,
+                given: list[str] | None = None) -> list[str]:
+    """Column names as the loader gives them: the steward's, the header's fields (stripped, made distinct)
+    or 'column k'."""
     codec = "utf-8" if encoding in ("utf-8-sig", "binary") else encoding
     text = source.head().decode(codec, errors="replace").lstrip("\ufeff")
     for line in text.split("\n"):
@@ -200,8 +224,13 @@ def _text_names(source, delimiter: str | None, header: bool, encoding: str, path
         fields = line.split()
     else:
         fields = next(csv.reader(io.StringIO(line), delimiter=delimiter))
+    if given is not None:
+        if len(given) != len(fields):
+            raise DataError(f"{len(given)} column names were given but the table has {len(fields)} columns",
+                            path=path, expected=f"{len(fields)} names, one for each column, in order")
+        return list(given)
     names = [f.strip() for f in fields] if header else [f"column {k + 1}" for k in range(len(fields))]
-    return _distinct_names(names)
+    return distinct_names(names)
 
 
 def convert(path, out, format: str = "auto", *, progress: ProgressFn | None = None,

@@ -22,7 +22,7 @@ import uuid
 
 from ..errors import Cancelled, DataError, DpdeskError
 from ..tasks import CancelToken, ProgressFn, no_progress
-from .backend import POLL_SECONDS, Engine, EngineError, _first_line, spill_root
+from .base import POLL_SECONDS, Engine, EngineError, first_line, spill_root
 
 
 def require_pyspark() -> None:
@@ -73,7 +73,7 @@ class SparkEngine(Engine):
             self.spark = builder.getOrCreate()
         except Exception as error:
             shutil.rmtree(self.folder, ignore_errors=True)
-            raise EngineError(f"Spark could not start on {master}: {_first_line(error)}") from None
+            raise EngineError(f"Spark could not start on {master}: {first_line(error)}") from None
         self.spark.sparkContext.setLogLevel("ERROR")
         with SparkEngine._users_lock:
             SparkEngine._users += 1
@@ -114,7 +114,7 @@ class SparkEngine(Engine):
             error = outcome["error"]
             if isinstance(error, DpdeskError):
                 raise error
-            raise DataError(f"the Spark engine could not read it: {_first_line(error)}") from None
+            raise DataError(f"the Spark engine could not read it: {first_line(error)}") from None
         return outcome.get("value")
 
     def execute(self, sql: str, *, progress: ProgressFn | None = None, cancel: CancelToken | None = None,

@@ -20,7 +20,8 @@ from urllib.parse import urlparse
 from ..data.dataset import CellCounts
 from ..errors import DataError, EmptyData, ParameterError
 from ..tasks import CancelToken, ProgressFn, no_progress
-from .backend import EngineError, open_engine
+from .backend import open_engine
+from .base import EngineError
 from .relation import fresh_name, quote_name
 
 BATCH = 50_000  # rows fetched at a time
@@ -134,9 +135,9 @@ def query_batches(url: str, query: str, cancel: CancelToken | None = None):
     else:
         raise ParameterError(f"Unknown database URL '{_where(url)}': use sqlite:///FILE or "
                              "postgresql://user@host/database.")
-    from ..data.tabular import _distinct_names
+    from ..data.tabular import distinct_names
 
-    names = _distinct_names([str(n) for n in next(rows)])
+    names = distinct_names([str(n) for n in next(rows)])
     schema = pa.schema([pa.field(name, pa.string()) for name in names])
 
     failure: list[BaseException] = []
@@ -162,6 +163,11 @@ def load_sql(url: str, query: str, format: str = "pairs", *, name: str | None = 
     progress = progress or no_progress
     if format not in ("pairs", "records", "cells"):
         raise ParameterError("A query's result is read as pairs, records or cells (--format).")
+    from ..data.loader import check_options
+
+    check_options(format, options)
+    if options.get("column_names") is not None:
+        raise ParameterError("A query's result names its columns itself (rename them in the query with AS).")
     backend = open_engine("duckdb", memory_limit=memory_limit)
     try:
         progress(0.05, "Running the query")

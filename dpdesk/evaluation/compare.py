@@ -2,8 +2,16 @@
 
 Runs in exploration mode (seeded, reproducible) and reads the true data: every number it
 produces is internal. Each run is published as a release would be
-(:func:`dpdesk.mechanisms.publish.publish`: whole numbers ≥ 0 unless ``raw``), so the errors
-measured are those of what would be published. Progress goes to ``progress(fraction, message)``, each finished run
+(:func:`dpdesk.mechanisms.publish.publish`: whole numbers ≥ 0), and scored in both forms: the
+published one (``mae``, ``topk_mae``, …) and the mechanism's raw values (``raw_mae``, …), since
+rounding and clamping at 0 can reorder mechanisms (a raw mechanism that wins can lose once
+published, and the other way round); ``raw`` chooses which form the printed table ranks.
+
+Two reference lines, which spend no ε and need no mechanism, show where noise drowns the
+signal (:func:`reference_rows`): **publishing zeros** (every item 0) and **one average for
+all** (every item the true average count, without noise; ALPA publishes the average of the
+counts within Δ plus noise). A mechanism whose error is above them publishes less than a
+blank or flat answer would. They use the true counts like every other figure here: internal. Progress goes to ``progress(fraction, message)``, each finished run
 to ``on_result(row)`` (the GUI streams them into its plots), and ``cancel`` is checked
 between runs, so a cancel takes effect within one run.
 """
@@ -21,10 +29,14 @@ from scipy import stats
 
 from ..mechanisms import running
 from ..errors import ParameterError
-from ..mechanisms.publish import publish
+from ..mechanisms.publish import publish, unrounded_release
 from ..privacy.budget import check_epsilon
 from ..tasks import CancelToken, ProgressFn, no_progress
-from .metrics import evaluate
+from .metrics import count_metrics, evaluate
+
+RAW_PREFIX = "raw_"  # the raw form's metrics in results.csv and summary.csv
+ZEROS, AVERAGE = "publishing zeros", "one average for all"
+REFERENCE = "reference"  # the ``mechanism`` of the reference rows
 
 
 @dataclass
@@ -48,6 +60,48 @@ class Comparison:
     examples: dict  # (label, ε) -> the first repeat's Release (for plots)
     seed: int
     cancelled: bool = False
+    references: pd.DataFrame = field(default_factory=pd.DataFrame)  # reference_rows: one row per line and ε
+    raw: bool = False  # whether the raw form is the one to rank by (``dpdesk compare --raw``)
+
+    def summary_with_references(self) -> pd.DataFrame:
+        """``summary`` and, below it, the reference lines' rows (summary.csv): exact, so their interval is the
+        value itself."""
+        if self.references.empty or self.summary.empty:
+            return self.summary
+        metrics = [m for m in self.summary["metric"].unique() if m in self.references.columns]
+        lines = summarize(self.references, metrics).dropna(subset=["mean"])
+        lines["ci_low"] = lines["ci_high"] = lines["mean"]  # no noise, no repeats
+        return pd.concat([self.summary, lines], ignore_index=True)
+
+    def reference_values(self, metric: str) -> dict[str, float]:
+        """{reference line: its value} of ``metric`` (empty when it has none, e.g. for cell tables)."""
+        if self.references.empty or metric not in self.references.columns:
+            return {}
+        first = self.references.drop_duplicates("label")
+        return {label: float(v) for label, v in zip(first["label"], first[metric]) if np.isfinite(v)}
+
+
+def reference_rows(data, epsilons, **metric_options) -> pd.DataFrame:
+    """The two reference lines' metrics at every ε (they do not depend on it), in both forms.
+
+    Publishing zeros, and the true average count for every item (published: rounded half up,
+    at least 0). Incidence data only: a cell table's summaries are scored by query workloads
+    over the cells listed, which have no such reference."""
+    if data.kind != "incidence":
+        return pd.DataFrame()
+    truth = np.asarray(data.column_counts if data.binary else data.column_sums, dtype=np.float64)
+    average = float(truth.mean()) if truth.size else 0.0
+    options = {k: v for k, v in metric_options.items() if k in ("k", "sanity")}
+    rows = []
+    for label, raw_values in ((ZEROS, np.zeros(truth.size)), (AVERAGE, np.full(truth.size, average))):
+        published = np.maximum(np.floor(raw_values + 0.5), 0.0)
+        metrics = count_metrics(published, truth, n_rows=data.n_rows, **options)
+        raw_metrics = count_metrics(raw_values, truth, n_rows=data.n_rows, **options)
+        row = {**metrics, **{RAW_PREFIX + k: v for k, v in raw_metrics.items()}}
+        for name in ("topk_accuracy", RAW_PREFIX + "topk_accuracy"):
+            row[name] = float("nan")  # every item alike: which are "the top k" is an accident of order
+        rows += [{"label": label, "mechanism": REFERENCE, "epsilon": float(e), "repeat": 0, **row} for e in epsilons]
+    return pd.DataFrame(rows)
 
 
 def summarize(results: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
@@ -70,8 +124,11 @@ def summarize(results: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
 def run_comparison(data, entries: list[Entry], epsilons: list[float], repeats: int, *, seed: int | None = None,
                    progress: ProgressFn | None = None, cancel: CancelToken | None = None,
                    on_result=None, raw: bool = False, metrics=None, **metric_options) -> Comparison:
-    """``metrics``: a function (data, release) → dict of figures measured on each run instead of
-    :func:`.metrics.evaluate` (the rule's learning measures every goal's loss with it)."""
+    """Run every entry at every ε ``repeats`` times; each row has both forms' metrics (module notes).
+
+    ``raw`` says which form to rank by (kept in :attr:`Comparison.raw`); both are always measured.
+    ``metrics``: a function (data, published release) → dict of figures measured on each run instead of both
+    forms' :func:`.metrics.evaluate` (the recommendation's learning measures every goal's loss with it)."""
     progress = progress or no_progress
     if not entries:
         raise ParameterError("Choose at least one mechanism to compare.")
@@ -106,10 +163,14 @@ def run_comparison(data, entries: list[Entry], epsilons: list[float], repeats: i
 
                 source = SeededRandom(generator, seed=seed)
                 started = time.perf_counter()
-                release = publish(mechanism.run(data, prepared, epsilon, params, source), raw=raw,
-                                  mechanism=mechanism)
+                release = publish(mechanism.run(data, prepared, epsilon, params, source), mechanism=mechanism)
                 seconds = time.perf_counter() - started
-                measured = metrics(data, release) if metrics is not None else evaluate(data, release, **metric_options)
+                if metrics is not None:
+                    measured = metrics(data, release)
+                else:
+                    measured = evaluate(data, release, **metric_options)
+                    raw_metrics = evaluate(data, unrounded_release(release), **metric_options)
+                    measured.update({RAW_PREFIX + k: v for k, v in raw_metrics.items()})
                 row = {"label": entry.label, "mechanism": entry.mechanism, "epsilon": epsilon, "repeat": r,
                        **measured, "seconds": seconds}
                 rows.append(row)
@@ -126,4 +187,17 @@ def run_comparison(data, entries: list[Entry], epsilons: list[float], repeats: i
     results = pd.DataFrame(rows)
     metric_names = [c for c in results.columns if c not in ("label", "mechanism", "epsilon", "repeat", "seconds")]
     summary = summarize(results, metric_names) if rows else pd.DataFrame()
-    return Comparison(results, summary, examples, seed, cancelled)
+    references = reference_rows(data, epsilons, **metric_options) if rows else pd.DataFrame()
+    return Comparison(results, summary, examples, seed, cancelled, references, raw)
+
+
+def comparison_table(comparison: Comparison) -> pd.DataFrame:
+    """Mean of every metric per line (mechanisms, then the references) and ε, in the form ranked by
+    (``comparison.raw``): the raw form's metrics without their prefix, or the published form's."""
+    summary = comparison.summary_with_references()
+    if summary.empty:
+        return pd.DataFrame()
+    raw = summary["metric"].str.startswith(RAW_PREFIX)
+    chosen = summary[raw].assign(metric=summary.loc[raw, "metric"].str[len(RAW_PREFIX):]) if comparison.raw \
+        else summary[~raw]
+    return chosen.pivot_table(index=["label", "epsilon"], columns="metric", values="mean", sort=False)

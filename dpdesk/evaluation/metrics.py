@@ -20,6 +20,9 @@ METRIC_LABELS = {
     "topk_accuracy": "Top-k accuracy",
 }
 LOWER_IS_BETTER = {"mae": True, "mre": True, "topk_mae": True, "topk_mre": True, "topk_accuracy": False}
+# a comparison scores the mechanisms' raw values too (evaluation.compare): the same metrics, prefixed
+METRIC_LABELS.update({f"raw_{k}": f"{v} (raw values)" for k, v in list(METRIC_LABELS.items())})
+LOWER_IS_BETTER.update({f"raw_{k}": v for k, v in list(LOWER_IS_BETTER.items())})
 
 
 def sanity_bound(n_rows: int, fraction: float = 0.001) -> float:

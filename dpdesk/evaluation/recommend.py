@@ -88,9 +88,8 @@ class Recommendation:
     @property
     def chosen_how(self) -> str:
         """A sentence for the public report's "how the mechanism was chosen"."""
-        facts = ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}" for k, v in self.declared.items())
-        return (f"Recommended by dpdesk from declared facts only ({facts}) for {self.goal.text}; the data was not "
-                "looked at to choose it.")
+        return (f"Recommended by dpdesk from declared facts only ({declared_words(self.declared)}) for "
+                f"{self.goal.text}; the data was not looked at to choose it.")
 
     def to_json(self) -> dict:
         return {"mechanism": self.mechanism, "params": self.params, "reasons": self.reasons,
@@ -289,11 +288,22 @@ def _choice_settings(choice: str, facts: Declared) -> tuple[str, dict, int | Non
 
 
 def _declared_text(facts: Declared) -> str:
-    parts = [f"ε = {facts.epsilon:g}", f"{facts.items:,} items"]
-    if facts.bound is not None:
-        parts.append(f"the bound Δ = {facts.bound:,}")
-    if facts.typical_row_length is not None:
-        parts.append(f"about {facts.typical_row_length:g} items per typical person")
+    return declared_words(_declared_dict(facts))
+
+
+def declared_words(declared: dict) -> str:
+    """The declared facts a recommendation used, in words for a reader (not its JSON keys)."""
+    parts = []
+    if declared.get("epsilon") is not None:
+        parts.append(f"ε = {declared['epsilon']:g}")
+    if declared.get("items") is not None:
+        parts.append(f"{declared['items']:,} items")
+    if declared.get("cells") is not None:
+        parts.append(f"{declared['cells']:,} cells")
+    if declared.get("bound") is not None:
+        parts.append(f"the bound Δ = {declared['bound']:,}")
+    if declared.get("typical_row_length") is not None:
+        parts.append(f"about {declared['typical_row_length']:g} items per typical person")
     return ", ".join(parts)
 
 

@@ -503,7 +503,7 @@ class ComparePage(QWidget):
         if not streaming or getattr(self, "_drawn_metric", None) != metric:
             panel.clear()  # a new picture; while results stream in, curves are updated in place
             self._drawn_metric = metric
-        log_y = metric != "topk_accuracy"
+        log_y = not metric.endswith("topk_accuracy")
         name = ALL_METRIC_LABELS.get(metric, metric)
         if metric == "summary_size":  # a size, not an error
             better = ""
@@ -522,11 +522,20 @@ class ComparePage(QWidget):
                 mean, low, high = log_band(mean, low, high)
             panel.set_series(label, epsilons, mean, i, band=(low, high))
             table += [[label, e, m, lo, hi, int(n)] for e, (m, lo, hi, n) in zip(epsilons, stats)]
+        references = self.state.comparison.reference_values(metric) if self.state.comparison is not None else {}
+        if not streaming and references:  # flat lines across the ε grid (evaluation.compare.reference_rows)
+            grid = np.array(sorted({e for by_epsilon in group_rows(rows, metric).values() for e in by_epsilon}))
+            for j, (label, value) in enumerate(references.items(), start=len(group_rows(rows, metric))):
+                panel.add_series(f"{label} (reference)", grid, np.full(grid.size, value), j, symbol=None)
+                table += [[f"{label} (reference)", e, value, value, value, 0] for e in grid]
         if not streaming:
             panel.set_table(["mechanism", "ε", "mean", "95% low", "95% high", "repeats"], table)
         panel.set_caption(
             f"{name} of each mechanism at each ε, averaged over the repeats; the shaded band is the 95% confidence "
-            "interval of that average. " + ("Higher is better here." if metric == "topk_accuracy" else
+            "interval of that average. " + ("Flat lines are references without noise: publishing 0 for every "
+                                            "item, and one average for all; a mechanism above them publishes less "
+                                            "than they would. " if references and not streaming else "")
+            + ("Higher is better here." if metric == "topk_accuracy" else
                                             "This is the size of the published summary, not an error." if
                                             metric == "summary_size" else "Lower is better.") +
             " The ε axis is logarithmic" + (", and so is the vertical axis, so that large and small values fit "

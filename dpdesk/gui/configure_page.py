@@ -4,7 +4,7 @@ and ε in words — named levels with their odds, a slider whose ends say what t
 accuracy-first entry that asks Shoaran et al.'s planner for ε.
 
 The recommendation itself (:mod:`dpdesk.evaluation.recommend`) and the accuracy arithmetic
-(:mod:`dpdesk.evaluation.planner`) live outside the GUI; this page only gathers the declared
+(:mod:`dpdesk.privacy.planner`) live outside the GUI; this page only gathers the declared
 inputs for them — never a statistic of the data."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog
 from .. import mechanisms as registry
 from ..data.domain import HOW_DISCOVERED
 from ..errors import DpdeskError
-from ..evaluation import planner
-from ..evaluation.planner import odds_after
+from ..privacy import planner
+from ..privacy.planner import odds_after
 from ..evaluation.recommend import declared_size, recommend
 from ..mechanisms.base import PURPOSES, purpose_of
 from .state import AppState

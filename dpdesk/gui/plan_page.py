@@ -9,7 +9,7 @@ from PySide6.QtWidgets import (QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayo
                                QScrollArea, QVBoxLayout, QWidget)
 
 from ..errors import DpdeskError, ParameterError
-from ..evaluation import planner
+from ..privacy import planner
 from .state import AppState
 from .widgets import Banner, PlotPanel, explanation, heading
 

@@ -92,8 +92,9 @@ class PublicationChoice(QWidget):
             "The names are published as they are and the report says that you stated they are public."))
         # discovery
         self.share = QDoubleSpinBox()
-        self.share.setRange(1, 90)
-        self.share.setValue(10)
+        self.share.setRange(0, 90)
+        self.share.setSpecialValueText("chosen by dpdesk")  # 0: the plan chooses (evaluation.discovery)
+        self.share.setValue(0)
         self.share.setSuffix(" % of ε")
         self.share.setAccessibleName("Share of epsilon spent finding the items")
         self.delta = QLineEdit("1e-6")
@@ -101,7 +102,7 @@ class PublicationChoice(QWidget):
         self.delta.setMaximumWidth(90)
         self.discover_bound = QSpinBox()
         self.discover_bound.setRange(0, 10**6)
-        self.discover_bound.setSpecialValueText("as the declared bound Δ")
+        self.discover_bound.setSpecialValueText("chosen by dpdesk")
         self.discover_bound.setAccessibleName("Most items counted per person while finding them")
         discover = self.extras[HOW_DISCOVERED].layout()
         for label, widget in (("spend", self.share), ("chance a one-person item is listed", self.delta),
@@ -146,7 +147,7 @@ class PublicationChoice(QWidget):
         elif declaration.kind == HOW_RANGE and declaration.size:
             self.range_size.setValue(int(declaration.size))
         elif declaration.kind == HOW_DISCOVERED:
-            self.share.setValue(100 * float(declaration.share))
+            self.share.setValue(100 * float(declaration.share) if declaration.share is not None else 0)
             self.delta.setText(f"{declaration.delta:g}")
             self.discover_bound.setValue(int(declaration.bound or 0))
         self._update()
@@ -182,7 +183,8 @@ class PublicationChoice(QWidget):
         except ValueError:
             raise ParameterError(f"The chance δ must be a number such as 1e-6, not '{self.delta.text()}'.") from None
         bound = int(self.discover_bound.value()) or None
-        return check_declaration(DomainDeclaration(HOW_DISCOVERED, delta=delta, share=self.share.value() / 100,
+        share = self.share.value() / 100 or None
+        return check_declaration(DomainDeclaration(HOW_DISCOVERED, delta=delta, share=share,
                                                    bound=None if cells else bound, cells=cells))
 
     def is_complete(self) -> bool:

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
 
 from .. import mechanisms as registry
 from ..errors import DpdeskError, ParameterError
-from ..evaluation.planner import odds_after
+from ..privacy.planner import odds_after
 from ..privacy.ledger import Ledger
 from ..workflow import (CHOSEN_ON_STANDIN, CHOSEN_ON_TRUE_DATA, DEFAULT_CHOSEN, INTERNAL_REPORT_FILE, REPORT_FILES,
                         export_release, internal_reports_dir, observed_choice, secure_release, stated_default)

@@ -5,16 +5,21 @@ about and where the published list of items comes from."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtWidgets import (QAbstractItemView, QButtonGroup, QCheckBox, QComboBox, QDialog, QDialogButtonBox,
-                               QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QListWidget,
-                               QListWidgetItem, QPlainTextEdit, QProgressBar, QPushButton, QRadioButton,
-                               QStackedWidget, QTableWidget, QVBoxLayout, QWidget, QWizard, QWizardPage)
+                               QFileDialog, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPlainTextEdit,
+                               QProgressBar, QPushButton, QRadioButton, QStackedWidget, QTableView, QTableWidget,
+                               QVBoxLayout, QWidget, QWizard, QWizardPage)
 
 from ..data import load
-from ..data.detect import DELIMITER_NAMES, FORMATS, look, preview_table, sheet_sniffed
+from ..data.detect import (DELIMITER_NAMES, FORMATS, IDENTIFIER_MIN_VALUES, IDENTIFIER_SAMPLE, look, look_at_columns,
+                           preview_table, sheet_sniffed)
+from ..data.loader import CELLS_NEED_ONE_ROW
+from ..data.tabular import check_column_names
+from ..errors import ParameterError
 from ..engine.sql import database_record, load_sql, look_sql
 from ..paths import sample_path
 from .publication import PublicationPage
@@ -379,6 +384,20 @@ class FormatPage(QWizardPage):
                 "header": self.header.isChecked(), "encoding": self.encoding.currentData(),
                 "sheet": self.sheet.currentData()}
 
+    def sample(self, lines: int) -> tuple[list[str], list[list[str]]]:
+        """Column names and up to ``lines`` first rows as they will be read with the chosen options."""
+        sniffed = self.owner.sniffed
+        s = self.settings()
+        encoding = sniffed.encoding if s["encoding"] == "auto" else s["encoding"]
+        header = s["header"] and (s["format"] != "transactions" or sniffed.kind == "xlsx")
+        return preview_table(sniffed, delimiter=s["delimiter"], header=header, encoding=encoding, sheet=s["sheet"],
+                             lines=lines)
+
+    def names_editable(self) -> bool:
+        """Whether the steward names the columns: a text table or a sheet without a header line."""
+        sniffed = self.owner.sniffed
+        return not sniffed.named_columns and sniffed.kind != "database" and not self.header.isChecked()
+
     def refresh(self) -> None:
         """The preview, from the first rows read on the file page (never the whole file)."""
         sniffed = self.owner.sniffed
@@ -407,8 +426,119 @@ class FormatPage(QWizardPage):
         self.owner.columns = columns
 
 
+# Qt's enum members cost microseconds each to look up in PySide6: a model asked thousands of times binds them once
+_DISPLAY, _EDIT, _CHECK, _TIP = Qt.DisplayRole, Qt.EditRole, Qt.CheckStateRole, Qt.ToolTipRole
+_TEXT_ROLES = (_DISPLAY, _EDIT)
+_CHECKED, _UNCHECKED = Qt.Checked, Qt.Unchecked
+_NO_FLAGS, _EDITABLE = Qt.NoItemFlags, Qt.ItemIsEditable
+_READ_ONLY = Qt.ItemIsEnabled | Qt.ItemIsSelectable
+_CHECKABLE = _READ_ONLY | Qt.ItemIsUserCheckable
+
+
+class ColumnsModel(QAbstractTableModel):
+    """The columns of a records (or count) table: a tick, the name (editable for a file without a header
+    line), a few values and a note when the column looks like an identifier (internal: shown here only).
+
+    A model, not a QTableWidget: a file of thousands of columns is shown without an item per cell made
+    in the window's thread."""
+
+    HEADERS = ("Column", "A few of its values", "Note (only you see this)")
+    IDENTIFIER_NOTE = "⚠ looks like an identifier"
+    IDENTIFIER_TIP = ("Nearly every one of the file's first rows has its own value in this column: its values would "
+                      "single people out.")
+
+    def __init__(self):
+        super().__init__()
+        self.names: list[str] = []
+        self.values: list[str] = []
+        self.identifiers: list[bool] = []
+        self.ticks: list[bool] = []
+        self.editable = False
+        self.locked: int | None = None  # the person column: never counted
+
+    def reset(self, names: list[str], looks: list, ticks: list[bool], editable: bool) -> None:
+        self.beginResetModel()
+        self.names, self.ticks, self.editable, self.locked = list(names), list(ticks), editable, None
+        self.values = [", ".join(look.samples) + (", …" if look.samples else "(empty)") for look in looks]
+        self.identifiers = [look.identifier for look in looks]
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()):  # noqa: N802 - Qt API
+        return 0 if parent.isValid() else len(self.names)
+
+    def columnCount(self, parent=QModelIndex()):  # noqa: N802
+        return 0 if parent.isValid() else len(self.HEADERS)
+
+    def data(self, index, role=_DISPLAY):
+        if not index.isValid():
+            return None
+        row, column = index.row(), index.column()
+        if role in _TEXT_ROLES:
+            if column == 0:
+                return self.names[row]
+            if column == 1:
+                return self.values[row]
+            return self.IDENTIFIER_NOTE if self.identifiers[row] else ""
+        if role == _CHECK and column == 0:
+            return _CHECKED if self.ticks[row] else _UNCHECKED
+        if role == _TIP and column == 1:
+            return self.values[row]
+        if role == _TIP and column == 2 and self.identifiers[row]:
+            return self.IDENTIFIER_TIP
+        return None
+
+    def setData(self, index, value, role=_EDIT):  # noqa: N802
+        if not index.isValid() or index.column() != 0:
+            return False
+        if role == _CHECK:
+            if index.row() == self.locked:
+                return False
+            self.ticks[index.row()] = Qt.CheckState(value) == _CHECKED
+        elif role == _EDIT and self.editable:
+            self.names[index.row()] = str(value).strip()
+        else:
+            return False
+        self.dataChanged.emit(index, index, [role])
+        return True
+
+    def flags(self, index):
+        if not index.isValid():
+            return _NO_FLAGS
+        if index.column() != 0:
+            return _READ_ONLY
+        flags = _READ_ONLY if index.row() == self.locked else _CHECKABLE
+        return flags | _EDITABLE if self.editable else flags
+
+    def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802
+        if role == Qt.DisplayRole and orientation == Qt.Horizontal and section < len(self.HEADERS):
+            return self.HEADERS[section]
+        return None
+
+    def lock(self, row: int | None) -> None:
+        """The person column (or None): unticked, and it cannot be ticked."""
+        self.locked = row
+        if row is not None and 0 <= row < len(self.ticks):
+            self.ticks[row] = False
+        if self.names:
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self.names) - 1, 0))
+
+    # the page's and the tests' way to read and set it
+    def is_ticked(self, row: int) -> bool:
+        return self.ticks[row]
+
+    def tick(self, row: int, ticked: bool = True) -> bool:
+        return self.setData(self.index(row, 0), Qt.Checked if ticked else Qt.Unchecked, Qt.CheckStateRole)
+
+    def rename(self, row: int, name: str) -> bool:
+        return self.setData(self.index(row, 0), name, Qt.EditRole)
+
+    def note(self, row: int) -> str:
+        return self.data(self.index(row, 2)) or ""
+
+
 class MappingPage(QWizardPage):
-    """Which column is what: person/item/value, id column, attributes, count."""
+    """Which column is what: person/item/value, id column, attributes, count — and, for records, who one
+    person is, with a few values of every column and the columns that look like identifiers."""
 
     def __init__(self, wizard: "ImportWizard"):
         super().__init__()
@@ -440,6 +570,7 @@ class MappingPage(QWizardPage):
         # records and cells
         records = QWidget()
         box = QVBoxLayout(records)
+        box.setContentsMargins(0, 0, 0, 0)
         self.as_items = QRadioButton("One item per attribute value (e.g. \"sex=Female\"): count people per value")
         self.as_cells = QRadioButton("Cell counts over the attributes ticked below (a contingency table)")
         group = QButtonGroup(records)
@@ -447,35 +578,87 @@ class MappingPage(QWizardPage):
         group.addButton(self.as_cells)
         self.count_row = QWidget()
         count_form = QFormLayout(self.count_row)
+        count_form.setContentsMargins(0, 0, 0, 0)
         self.count = QComboBox()
         count_form.addRow("Count column:", self.count)
-        self.attributes = QListWidget()
-        self.attributes.setSelectionMode(QAbstractItemView.NoSelection)
-        self.attributes.setAccessibleName("Attributes of the table")
         box.addWidget(self.as_items)
         box.addWidget(self.as_cells)
         box.addWidget(self.count_row)
-        box.addWidget(QLabel("Attributes:"))
-        box.addWidget(self.attributes, 1)
+        # who is one person: asked in words, never assumed
+        self.person_box = QWidget()
+        who = QVBoxLayout(self.person_box)
+        who.setContentsMargins(0, 6, 0, 6)
+        self.person_question = QLabel("<b>Can one person appear on more than one row?</b>")
+        who.addWidget(self.person_question)
+        self.one_row = QRadioButton("No — each row is a different person")
+        self.many_rows = QRadioButton("Yes — one person may have several rows (visits, admissions, purchases…); "
+                                      "this column says who is who:")
+        people = QButtonGroup(self.person_box)
+        people.addButton(self.one_row)
+        people.addButton(self.many_rows)
+        self.row_person = QComboBox()
+        who.addWidget(self.one_row)
+        line = QHBoxLayout()
+        line.addWidget(self.many_rows)
+        line.addWidget(self.row_person, 1)
+        who.addLayout(line)
+        self.person_note = explanation("A person's rows are then taken together: they count once for each value "
+                                       "they have, however many of their rows have it. The report says who one "
+                                       "person is.")
+        who.addWidget(self.person_note)
+        box.addWidget(self.person_box)
+        self.columns_label = QLabel("Columns — tick the ones to count:")
+        box.addWidget(self.columns_label)
+        self.columns = ColumnsModel()
+        self.columns_table = QTableView()
+        self.columns_table.setModel(self.columns)
+        self.columns_table.verticalHeader().setVisible(False)
+        self.columns_table.setWordWrap(False)  # one line a column: long values are cut with "…"
+        self.columns_table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 10)
+        header = self.columns_table.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.Stretch)
+        header.setSectionResizeMode(2, QHeaderView.ResizeToContents)
+        header.setResizeContentsPrecision(100)  # widths from the first rows: a file may have thousands
+        self.columns_table.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.columns_table.setTabKeyNavigation(False)  # Tab leaves the table (a keyboard user is not trapped)
+        self.columns_table.setAccessibleName("Columns of the table: tick the ones to count")
+        self.columns_table.setAccessibleDescription("Each row is a column of the file with a few of its values and, "
+                                                    "if it looks like an identifier, a note")
+        box.addWidget(self.columns_table, 1)
+        self.names_note = explanation("This file has no header line: double-click a column's name (or press F2) to "
+                                      "name it. The names are used in the release and its report.")
+        box.addWidget(self.names_note)
+        self.identifier_note = Banner("", "warning")
+        self.identifier_note.setAccessibleName("Columns that look like identifiers")
+        box.addWidget(self.identifier_note)
         box.addWidget(explanation("The domain of each attribute (its possible values) is taken from the file "
                                   "and treated as public; the report says so."))
         self.stack.addWidget(records)
         for widget, name in ((self.person, "Person column"), (self.item, "Item column"),
                              (self.value, "Value column"), (self.id_column, "Identifier column"),
                              (self.count, "Count column"), (self.as_items, "One item per attribute value"),
-                             (self.as_cells, "Cell counts over attributes")):
+                             (self.as_cells, "Cell counts over attributes"),
+                             (self.one_row, "Each row is a different person"),
+                             (self.many_rows, "One person may appear on several rows"),
+                             (self.row_person, "The column that says who is who")):
             widget.setAccessibleName(name)
-        self.as_cells.toggled.connect(lambda on: self.attributes.setEnabled(on or self.fmt == "cells"))
+        self.columns.dataChanged.connect(lambda *_: self._say_identifiers())
+        self.many_rows.toggled.connect(self._people_changed)
+        self.row_person.currentIndexChanged.connect(self._people_changed)
+        self.as_cells.toggled.connect(self._mode_changed)
         self.fmt = "transactions"
+        self.looks: list = []  # ColumnLook per column: internal, shown here only
+        self.default_names: list[str] = []
 
     def initializePage(self) -> None:
         settings = self.owner.format_page.settings()
         self.fmt = settings["format"]
         columns = self.owner.columns
         self.stack.setCurrentIndex({"transactions": 0, "pairs": 1, "matrix": 2}.get(self.fmt, 3))
-        for combo in (self.person, self.item, self.value, self.id_column, self.count):
+        for combo in (self.person, self.item, self.value, self.id_column, self.count, self.row_person):
             combo.clear()
-        self.attributes.clear()
+        self.columns.reset([], [], [], False)
         # only the widgets of this layout are filled: a wide file has thousands of columns
         if self.fmt == "pairs":
             for k, name in enumerate(columns):
@@ -497,24 +680,78 @@ class MappingPage(QWizardPage):
             for k, name in enumerate(columns):
                 self.count.addItem(name, k)
             self.count.setCurrentIndex(max(0, count_guess))
-            self.attributes.setUpdatesEnabled(False)
-            for k, name in enumerate(columns):
-                entry = QListWidgetItem(name)
-                entry.setFlags(entry.flags() | Qt.ItemIsUserCheckable)
-                entry.setCheckState(Qt.Checked if self.fmt == "cells" and k != count_guess else Qt.Unchecked)
-                entry.setData(Qt.UserRole, k)
-                self.attributes.addItem(entry)
-            self.attributes.setUpdatesEnabled(True)
+            self._fill_columns(columns, count_guess)
         self.count_row.setVisible(self.fmt == "cells")
         self.as_items.setVisible(self.fmt == "records")
         self.as_cells.setVisible(self.fmt == "records")
+        self.person_box.setVisible(self.fmt == "records")
         self.as_items.setChecked(True)
-        self.attributes.setEnabled(self.fmt == "cells")
+        self.one_row.setChecked(True)
+        self._people_changed()
         self.setSubTitle({"transactions": "Transactions need no mapping.",
                           "pairs": "Say which column names the person and which the item.",
                           "matrix": "Say whether a column identifies the person.",
-                          "records": "Choose how the records become counts.",
+                          "records": "Say who one person is, and which columns to count.",
                           "cells": "Say which column holds the counts and which are attributes."}[self.fmt])
+
+    def _fill_columns(self, columns: list[str], count_guess: int) -> None:
+        """One row per column: its name (editable without a header line), a few values, a note if it looks
+        like an identifier — from the file's first rows, so internal: shown here, never published."""
+        _, rows = self.owner.format_page.sample(rows_for_looks(len(columns)))
+        self.looks = look_at_columns(columns, rows)
+        self.default_names = list(columns)
+        editable = self.owner.format_page.names_editable()
+        self.names_note.setVisible(editable)
+        self.columns_table.setEditTriggers(QAbstractItemView.DoubleClicked | QAbstractItemView.EditKeyPressed
+                                           if editable else QAbstractItemView.NoEditTriggers)
+        self.columns.reset(columns, self.looks, [not look.identifier and not (self.fmt == "cells" and k == count_guess)
+                                                 for k, look in enumerate(self.looks)], editable)
+        self.row_person.addItems(columns)
+        flagged = [k for k, look in enumerate(self.looks) if look.identifier]
+        if flagged:  # a likely id column is the one that says who is who, if anyone is on several rows
+            self.row_person.setCurrentIndex(flagged[0])
+        self._say_identifiers()
+
+    def _say_identifiers(self) -> None:
+        """The warning above the table, with the columns' names as they are now (the steward may rename them)."""
+        flagged = [self.columns.names[k] for k, flag in enumerate(self.columns.identifiers) if flag]
+        names = ", ".join(f"'{n}'" for n in flagged)
+        self.identifier_note.setText(
+            f"<b>{names} {'looks' if len(flagged) == 1 else 'look'} like "
+            f"{'an identifier' if len(flagged) == 1 else 'identifiers'}</b>: in the file's first rows nearly every "
+            "row has its own value (a record number, a name, an exact amount). Such values single people out, so "
+            f"{'it is' if len(flagged) == 1 else 'they are'} left unticked: tick one only if its values are public. "
+            "This is worked out from the data and shown only to you; it is never written into a public file.")
+        self.identifier_note.setAccessibleDescription(re.sub(r"<[^>]+>", "", self.identifier_note.text()))
+        self.identifier_note.setVisible(bool(flagged))
+
+    def _people_changed(self) -> None:
+        """The person column says who is who: it is never counted (its row cannot be ticked)."""
+        several = self.fmt == "records" and self.many_rows.isChecked()
+        self.row_person.setEnabled(several)
+        self.person_note.setVisible(several)
+        self.columns.lock(self.person_column())
+        self._mode_changed()
+
+    def _mode_changed(self) -> None:
+        cells = self.fmt == "cells" or self.as_cells.isChecked()
+        self.columns_label.setText("Attributes — tick the ones whose cells to count:" if cells
+                                   else "Columns — tick the ones whose values to count:")
+
+    def ticked(self) -> list[int]:
+        """Positions of the ticked columns."""
+        return [k for k, ticked in enumerate(self.columns.ticks) if ticked]
+
+    def column_names(self) -> list[str] | None:
+        """The steward's names for the columns of a file without a header line (None: not renamed)."""
+        names = list(self.columns.names)
+        return names if names and names != self.default_names else None
+
+    def person_column(self) -> int | None:
+        """The column that says who is who, when one person may appear on several rows (records)."""
+        if self.fmt == "records" and self.many_rows.isChecked() and self.row_person.currentIndex() >= 0:
+            return self.row_person.currentIndex()
+        return None
 
     def options(self) -> dict:
         if self.fmt == "pairs":
@@ -524,24 +761,44 @@ class MappingPage(QWizardPage):
             return options
         if self.fmt == "matrix":
             return {"id_column": self.id_column.currentData()}
-        if self.fmt in ("records", "cells"):
-            ticked = [self.attributes.item(k).data(Qt.UserRole) for k in range(self.attributes.count())
-                      if self.attributes.item(k).checkState() == Qt.Checked]
-            if self.fmt == "cells":
-                count = self.count.currentData()
-                return {"count": count, "attributes": [a for a in ticked if a != count] or None}
-            if self.as_cells.isChecked():
-                return {"attributes": ticked}
-        return {}
+        if self.fmt not in ("records", "cells"):
+            return {}
+        ticked = self.ticked()
+        names = self.column_names()
+        options = {"column_names": names} if names is not None else {}
+        if self.fmt == "cells":
+            count = self.count.currentData()
+            return {**options, "count": count, "attributes": [a for a in ticked if a != count] or None}
+        if self.person_column() is not None:
+            options["person"] = self.person_column()
+        if self.as_cells.isChecked():
+            return {**options, "attributes": ticked}
+        return {**options, "item_columns": ticked}  # an explicit choice: the default leaves identifiers out
 
     def validatePage(self) -> bool:
         if self.fmt == "pairs" and self.person.currentData() == self.item.currentData():
             self.setSubTitle(error_text("The person and the item must be different columns."))
             return False
-        if self.fmt == "records" and self.as_cells.isChecked() and not self.options().get("attributes"):
-            self.setSubTitle(error_text("Tick at least one attribute."))
-            return False
+        if self.fmt in ("records", "cells"):
+            try:
+                if self.column_names() is not None:
+                    check_column_names(self.column_names())
+            except ParameterError as error:
+                self.setSubTitle(error_text(str(error)))
+                return False
+            if self.fmt == "records" and self.as_cells.isChecked() and self.person_column() is not None:
+                self.setSubTitle(error_text(CELLS_NEED_ONE_ROW))
+                return False
+            if not self.ticked():
+                self.setSubTitle(error_text("Tick at least one column to count."))
+                return False
         return True
+
+
+def rows_for_looks(width: int) -> int:
+    """Rows of the file's head to look at for sample values and identifiers: fewer for a very wide table
+    (the page is filled in the window's own thread)."""
+    return max(IDENTIFIER_MIN_VALUES, min(IDENTIFIER_SAMPLE, 400_000 // max(width, 1)))
 
 
 class SummaryPage(QWizardPage):
@@ -566,6 +823,10 @@ class SummaryPage(QWizardPage):
         self.problem = Banner("", "danger")
         self.problem.setVisible(False)
         layout.addWidget(self.problem)
+        self.identifiers = Banner("", "warning")
+        self.identifiers.setAccessibleName("Counted columns that look like identifiers")
+        self.identifiers.setVisible(False)
+        layout.addWidget(self.identifiers)
         self.summary = DataSummaryView(max_table_height=240)
         layout.addWidget(self.summary, 1)
         self.note = explanation("These figures describe the true data. Use them to check that the file was read "
@@ -578,7 +839,7 @@ class SummaryPage(QWizardPage):
     def initializePage(self) -> None:
         self.dataset = None
         self.problem.setVisible(False)
-        for widget in (self.summary, self.note):
+        for widget in (self.summary, self.note, self.identifiers):
             widget.setVisible(False)
         self.progress.setValue(0)
         self.cancel_button.setEnabled(True)
@@ -632,6 +893,18 @@ class SummaryPage(QWizardPage):
         self.status.setText(f"Read {dataset.describe()} as {dataset.source.get('format')}.")
         for widget in (self.summary, self.note):
             widget.setVisible(True)
+        flagged = list(getattr(dataset, "likely_identifiers", ()) or ())
+        if flagged:  # ticked by the steward, or in a file whose first rows the mapping page could not show
+            one = len(flagged) == 1
+            self.identifiers.setText(
+                f"<b>{', '.join(repr(n) for n in flagged)} {'looks' if one else 'look'} like "
+                f"{'an identifier' if one else 'identifiers'}</b> (nearly every one of the first rows has its own "
+                f"value), and {'its' if one else 'their'} values are counted as items. If the item names are "
+                "published, such values single people out: go <b>Back</b> and untick "
+                f"{'it' if one else 'them'} unless {'its' if one else 'their'} values are public. "
+                "(Worked out from the data: for you only.)")
+        self.identifiers.setAccessibleDescription(re.sub(r"<[^>]+>", "", self.identifiers.text()))
+        self.identifiers.setVisible(bool(flagged))
         self.completeChanged.emit()
 
     def isComplete(self) -> bool:

@@ -42,6 +42,9 @@ CLAMP = Param("clamp", "bool", False, label="Set negative counts to 0",
               reference="post-processing (Dwork & Roth Prop. 2.1)")
 
 BASELINES = "Baselines (Dwork et al. 2006; DPSense §3)"
+#: why LPA after a one-pass discovery publishes no margin of error (dpdesk.mechanisms.publish)
+ONE_PASS_NO_MARGIN = ("the items were listed because their noisy counts passed a threshold, so a listed count near it "
+                      "tends to be too high by an amount no private value bounds, and all of ε went into these counts")
 #: why ALPA publishes no margin of error (dpdesk.mechanisms.publish)
 NO_MARGIN = ("every item gets the same average, and nothing the release computes privately tells how far an item's "
              "own count is from it")
@@ -102,9 +105,11 @@ class LPA(Mechanism):
         estimate with ε_L for the margins (dpdesk.mechanisms.margins)."""
         bound = params["bound"]
         counts = bounded_counts(data, prepared, source)
-        margin_epsilon = margin_budget(epsilon, params, ("loss",))
-        counts_epsilon = epsilon - sum(margin_epsilon.values())
+        counts_epsilon = self.counts_epsilon(epsilon, params)
         scale = bound / counts_epsilon
+        budget = BudgetSplit(epsilon).add("noisy counts", counts_epsilon,
+                                          f"noise of scale Δ/ε_c = {scale:.6g} on every count, where ε_c = "
+                                          f"{counts_epsilon:.6g} is this step's ε")
         if params["noise"] == "geometric":
             values = add_discrete_laplace(counts, scale, source).astype(np.float64)
             margin = discrete_laplace_margin(scale)
@@ -115,13 +120,23 @@ class LPA(Mechanism):
             margin = discrete_laplace_margin(scale / gamma) * gamma
         if params["clamp"]:
             values = np.maximum(values, 0.0)
-        budget = BudgetSplit(epsilon).add("noisy counts", counts_epsilon,
-                                          f"noise of scale Δ/ε_c = {scale:.6g} on every count, where ε_c = "
-                                          f"{counts_epsilon:.6g} is this step's ε")
         margins = count_margins(data, prepared, values, margin, epsilon, params, budget, source)
         return margins.attach(self.new_release(data, epsilon, params, budget, source, values=values,
                                                internal={"rows_truncated": prepared.rows_cut}, noise_margin=margin,
                                                **margins.fields()))
+
+    def release_noisy_counts(self, data, epsilon, params, noisy, budget, source, internal) -> "Release":
+        """LPA's release of counts that already carry discrete Laplace noise of scale Δ/ε from the one-pass
+        discovery, whose threshold chose the items by these very counts
+        (:func:`dpdesk.mechanisms.discovery.stability_histogram`). It publishes no margin: an item listed because
+        its noisy count passed the threshold tends to be too high by an amount no private value bounds, and all of ε
+        went into the counts (none is left to estimate the cut to Δ)."""
+        values = np.asarray(noisy, dtype=np.float64)
+        if params["clamp"]:
+            values = np.maximum(values, 0.0)
+        return self.new_release(data, epsilon, params, budget, source, values=values, internal=internal,
+                                noise_margin=discrete_laplace_margin(params["bound"] / epsilon),
+                                margin_withheld=ONE_PASS_NO_MARGIN)
 
     def expected_error(self, epsilon, params, facts):
         return counts_error(params["bound"] / self.counts_epsilon(epsilon, params), facts.get("number of items (d)", 0),

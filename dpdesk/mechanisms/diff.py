@@ -35,7 +35,7 @@ import numpy as np
 
 from ..data.textio import decode, read_raw
 from ..errors import DataError, ParameterError
-from ..evaluation.planner import minimum_true_answer
+from ..privacy.planner import minimum_true_answer
 from ..privacy.bounding import bounded_counts, prepare_bound
 from ..privacy.budget import BudgetSplit
 from ..privacy.noise import add_discrete_laplace, discrete_laplace_quantile

@@ -120,7 +120,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..data.dataset import _gather_rows, blockwise_at, blockwise_repeat
+from ..arrays import blockwise_at, blockwise_repeat, gather_rows
 from ..errors import DataError, ParameterError
 from ..privacy import exponential
 from ..privacy.budget import BudgetSplit
@@ -327,7 +327,7 @@ def integer_layout(data, max_value: float | None) -> Layout:
         keys = keys.astype(np.uint16)  # numpy sorts 16-bit keys by radix: several times faster
     long_rows = long_rows[np.argsort(keys, kind="stable")]
     long_totals = row_totals[long_rows]
-    positions = _gather_rows(indptr, long_rows)
+    positions = gather_rows(indptr, long_rows)
     long_columns = matrix.indices[positions]
     lengths = np.diff(indptr)[long_rows]
     reach = np.zeros(n_items, dtype=np.int64)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..data.dataset import blockwise_bincount, blockwise_repeat
+from ..arrays import blockwise_bincount, blockwise_repeat
 from ..errors import ParameterError
 from .randomness import RandomSource
 
@@ -59,14 +59,17 @@ def matrix_of(data) -> sp.csr_matrix:
 def prepare_bound(data, bound: int) -> BoundedRows:
     """Split rows into those within Δ (counted now) and those over it (cut at release).
 
-    ``data`` is a dataset (or its CSR matrix); data held by an engine counts the rows
-    within Δ there and hands over only the rows over it (``dpdesk.engine.dataset``).
+    ``data`` is a CSR matrix, or a dataset, which splits its own rows (``prepare_bounding``):
+    a matrix in memory with :func:`bound_matrix`, data held by an engine by counting the rows
+    within Δ there and handing over only the rows over it (``dpdesk.engine.dataset``).
     """
-    if getattr(data, "engine", None) is not None:
-        from ..engine.dataset import prepare_bounding
+    if sp.issparse(data):
+        return bound_matrix(data, bound)
+    return data.prepare_bounding(bound)
 
-        return prepare_bounding(data, bound)
-    matrix = matrix_of(data)
+
+def bound_matrix(matrix: sp.csr_matrix, bound: int) -> BoundedRows:
+    """:func:`prepare_bound` of a matrix in memory: positions of the over rows' cells, no copy."""
     bound = check_bound(bound)
     lengths = np.diff(matrix.indptr)
     over = np.flatnonzero(lengths > bound)

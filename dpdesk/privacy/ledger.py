@@ -329,7 +329,7 @@ class Ledger:
                 handle.write(content)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.replace(temporary, self.head_path)
+            _replace_while_read(temporary, self.head_path)
         except OSError as error:
             raise LedgerError(f"The release was recorded in the ledger, but its head file {self.head_path} "
                               f"cannot be written ({error.strerror or error}).") from None
@@ -516,7 +516,7 @@ class Ledger:
         """Refuse (``BudgetError``) a release of ``epsilon`` that would exceed the dataset's cap.
 
         Call it before any noise is drawn (with ``fingerprint`` once the data is read, and
-        ``source``, the digest of the raw source — :func:`dpdesk.data.dataset.source_digest` —
+        ``source``, the digest of the raw source — :func:`dpdesk.data.fingerprint.source_digest` —
         so that the same file read another way is the same data too).
         With ``override`` the release may go past the cap, with ``override_name`` the data
         may be released under a name other than the one it was recorded under; both are
@@ -724,13 +724,9 @@ class Ledger:
                 "evidence and start a new one with `dpdesk ledger new --reason \"…\"`, which is recorded).")
         return last_id, last_hash
 
-    def verify_export(self, folder) -> str | None:
-        """Check an exported release folder against this ledger: ``None`` if it matches, else why not."""
-        from ..report.export import read_export_reference
-
-        reference = read_export_reference(folder)
-        if isinstance(reference, str):
-            return reference
+    def verify_reference(self, reference: dict) -> str | None:
+        """Check an exported release's reference (:func:`dpdesk.report.export.read_export_reference`)
+        against this ledger: ``None`` if it matches, else why not."""
         if reference["ledger"] != self.ledger_id():
             return (f"it was recorded in another ledger ({reference['ledger'][:8]}…), not this one "
                     f"({self.ledger_id()[:8]}…): this ledger was replaced since")
@@ -826,6 +822,21 @@ def _find_problem(conn) -> tuple[LedgerProblem | None, int, str, str]:
     if head[0] != ledger_id:
         return LedgerProblem(0, "the ledger's head names another ledger than its genesis entry"), 0, "", ""
     return None, last_id, previous, ledger_id
+
+
+def _replace_while_read(source, target, attempts: int = 40) -> None:
+    """``os.replace``, tried again for a moment when Windows refuses it: a file another process has
+    open (reading the head to check the ledger) cannot be replaced there until it is closed."""
+    import time
+
+    for attempt in range(attempts):
+        try:
+            os.replace(source, target)
+            return
+        except PermissionError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.05)
 
 
 def _keys(fingerprint: str, source: str | None) -> str:

@@ -55,7 +55,7 @@ CHUNK = 1 << 16  # small blocks stay in cache: 1.5x faster than 2^20 here
 MAX_SCALE = 2.0**50
 
 
-def _mu_from_scale(scale) -> np.ndarray:
+def mu_from_scale(scale) -> np.ndarray:
     scale = np.asarray(scale, dtype=np.float64)
     if np.any(~np.isfinite(scale)) or np.any(scale <= 0):
         raise ParameterError("The noise scale must be a positive finite number.")
@@ -149,7 +149,7 @@ def discrete_laplace(source: RandomSource, scale, size: int | None = None) -> np
     """Integer noise with ``P(X = x) ∝ exp(−|x|/scale)`` exactly (see the module notes)."""
     scale_arr = np.asarray(scale, dtype=np.float64)
     n = int(size) if size is not None else scale_arr.size
-    mu_all = _mu_from_scale(scale_arr)
+    mu_all = mu_from_scale(scale_arr)
     scalar = mu_all.ndim == 0
     if not scalar:
         mu_all = np.broadcast_to(mu_all, (n,))

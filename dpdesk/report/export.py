@@ -295,6 +295,12 @@ def _json_default(value):
     return str(value)
 
 
+def verify_export(ledger, folder) -> str | None:
+    """Check an exported release folder against ``ledger``: ``None`` if it matches, else why not."""
+    reference = read_export_reference(folder)
+    return reference if isinstance(reference, str) else ledger.verify_reference(reference)
+
+
 def read_export_reference(folder) -> dict | str:
     """The ledger reference an exported release carries (from its release.json), or why there is none.
 

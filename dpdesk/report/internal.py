@@ -36,6 +36,9 @@ _METRIC_LABELS = {
 }
 _METRIC_SHORT = {"mae": "MAE", "mre": "MRE", "topk_mae": "top-k MAE", "topk_mre": "top-k MRE",
                  "topk_accuracy": "top-k accuracy"}
+# a comparison also scores the raw values (evaluation.compare.RAW_PREFIX)
+_METRIC_LABELS.update({f"raw_{k}": f"{v}, raw values" for k, v in list(_METRIC_LABELS.items())})
+_METRIC_SHORT.update({f"raw_{k}": f"{v} (raw)" for k, v in list(_METRIC_SHORT.items())})
 MAX_SCATTER_POINTS = 4000
 MAX_LINE_POINTS = 2000
 MAX_MARKED_POINTS = 200
@@ -264,7 +267,9 @@ def _is_numeric_series(value) -> bool:
 def _comparison(comparison) -> str:
     if comparison is None or comparison.summary is None or comparison.summary.empty:
         return ""
-    summary = comparison.summary
+    # with the reference lines (publishing zeros, one average for all) where the comparison has them
+    summary = comparison.summary_with_references() if hasattr(comparison, "summary_with_references") \
+        else comparison.summary
     parts = [_section("Comparison on the true data"),
              '<p class="warning">These results were computed on the true data. Choosing the mechanism or a '
              "parameter because it did best here is itself a use of the data that the release's ε does not "
@@ -282,8 +287,8 @@ def _comparison(comparison) -> str:
         title = _METRIC_LABELS.get(metric, str(metric))
         parts.append(f"<h3>{esc(title)} against ε</h3>")
         parts.append(charts.lines(series, x_label="ε", y_label=_METRIC_SHORT.get(metric, str(metric)),
-                                  log_x=True, log_y=positive and metric != "topk_accuracy",
-                                  y_range=(0.0, 1.0) if metric == "topk_accuracy" else None,
+                                  log_x=True, log_y=positive and not metric.endswith("topk_accuracy"),
+                                  y_range=(0.0, 1.0) if metric.endswith("topk_accuracy") else None,
                                   title=f"{title} against ε"))
         table_rows = [(esc(r.label), esc(fmt(r.epsilon)), esc(fmt(r.mean)), esc(f"{fmt(r.ci_low)} … {fmt(r.ci_high)}"),
                        esc(fmt(int(r.repeats)))) for r in rows.itertuples()]

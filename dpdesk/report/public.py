@@ -12,7 +12,7 @@ the elements and classes written here; the HTML uses system fonts only (no netwo
 The plain-language guarantee: ε-DP bounds the ratio of the output's probabilities on
 neighbouring datasets (one person added or removed) by e^ε, so by Bayes' rule anyone's
 odds that a fact about one person holds can grow at most by the factor e^ε
-(:func:`dpdesk.evaluation.planner.odds_after`), whatever else they know.
+(:func:`dpdesk.privacy.planner.odds_after`), whatever else they know.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ import math
 import re
 from functools import lru_cache
 
-from ..evaluation.planner import odds_after
+from ..privacy.planner import odds_after
 from ..mechanisms.publish import WHOLE_FORM
 from .export import require_release
 
 # what the sections below show; any other key of release.report goes to "Further details"
 _KNOWN_KEYS = {"mechanism", "epsilon", "budget", "parameters", "public_facts", "randomness", "mode", "software",
                "created", "expected_error", "notes", "how_chosen", "choice", "ledger", "domain", "publication",
-               "dataset_budget", "columns", "estimates", "margin_estimates"}
+               "dataset_budget", "columns", "estimates", "unit_of_privacy", "margin_estimates"}
 # plain labels of the keys mechanisms put in their report (nested or not); (parent, key) first, then the key
 # alone; any other key is shown as its words (underscores turned into spaces), never as an identifier
 DETAIL_LABELS = {
@@ -259,7 +259,9 @@ def _how_private(release, epsilon: float) -> str:
     posterior, _ = odds_after(epsilon, 0.5)
     guarantee = f"ε = {fmt(epsilon)}" + (f" and δ = {_delta_text(delta)}" if delta else "")
     kind = "(ε, δ)-differentially private" if delta else "differentially private"
-    text = (f"The release is {kind} with {esc(guarantee)}: whatever anyone believed about one "
+    unit = (report.get("unit_of_privacy") or {}).get("statement")
+    text = (f"{esc(unit)} " if unit else "") + (
+            f"The release is {kind} with {esc(guarantee)}: whatever anyone believed about one "
             f"person before, and whatever else they know, seeing it can change their odds by at most a factor of "
             f"e<sup>ε</sup> = {math.exp(epsilon):.4g} — someone who thought a fact about a person 50/50 can be at "
             f"most {esc(percent(posterior))} sure of it afterwards.")
@@ -561,7 +563,9 @@ def _parameters(mechanism_id: str, parameters: dict, publication: dict | None = 
             continue  # changes what dpdesk computes for its plots, never what is published
         shown = _parameter_value(key, value, param, report)
         if key == "clamp" and whole and not value:
-            shown += " (the published whole numbers are never below 0 all the same)"
+            # the mechanism did not clip, but publishing whole numbers did: say what the reader sees
+            shown = ("no, not by the mechanism; the published whole numbers are not below 0, because a value below "
+                     "0 is published as 0 (see “What the published numbers are”)")
         rows.append((esc(param.title if param else label_of(key)), f'<span class="hash">{esc(key)}</span>',
                      esc(shown)))
     if not rows:
@@ -613,9 +617,11 @@ def _provenance(report: dict, created: str) -> str:
     ledger = report.get("ledger")
     if ledger:
         rows.append(("Budget ledger entry", f"#{esc(ledger['entry'])} of ledger {esc(ledger['ledger'])}, entry hash "
-                                            f"<code>{esc(ledger['entry_hash'])}</code> (the steward's ledger can be "
-                                            "checked against this release: <code>dpdesk ledger verify --release "
-                                            "FOLDER</code>)"))
+                                            f"<code>{esc(ledger['entry_hash'])}</code>. The data steward keeps this "
+                                            "ledger: they (or an auditor they show it to) can check that these "
+                                            "files are the ones recorded in this entry and that no release was "
+                                            "taken out of the ledger since. A reader can check each file against "
+                                            "its checksum below."))
     return ("<h2>How it was made</h2>" + table(rows)
             + '<p class="note">dpdesk samples integer noise exactly (discrete Laplace) and real-valued noise on a '
               "power-of-two grid, from the operating system's cryptographic random number generator, so the "

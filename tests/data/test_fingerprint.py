@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import dpdesk
-import dpdesk.data.dataset as dataset_module
+import dpdesk.data.fingerprint as fingerprint_module
 
 
 def fingerprint_of(rows, labels=None, values=None):
@@ -54,7 +54,7 @@ def test_labels_and_values_count():
 def test_block_size_does_not_matter(monkeypatch, data_dir):
     data = dpdesk.load(data_dir / "chess.dat.gz")
     whole = data.fingerprint
-    monkeypatch.setattr(dataset_module, "FINGERPRINT_BLOCK", 7)
+    monkeypatch.setattr(fingerprint_module, "FINGERPRINT_BLOCK", 7)
     again = dpdesk.load(data_dir / "chess.dat.gz")
     assert again.fingerprint == whole
     shuffled = dpdesk.from_matrix(data.matrix[np.random.default_rng(1).permutation(data.n_rows)],

@@ -333,7 +333,7 @@ def test_row_length_histogram_equals_numpy_histogram():
 
 
 def test_blockwise_forms_equal_numpy():
-    from dpdesk.data.dataset import blockwise_at, blockwise_repeat
+    from dpdesk.arrays import blockwise_at, blockwise_repeat
 
     rng = np.random.default_rng(2)
     for n in (0, 1, 5, 999):

@@ -100,7 +100,7 @@ def table_reference(content: bytes, delimiter: bytes | None, header: bool):
     if any(len(fields) != width for _, fields in split):
         return "ragged"
     names = [f.decode() for f in split[0][1]] if header else [f"column {k + 1}" for k in range(width)]
-    names = tabular._distinct_names(names)  # repeated names become "a", "a.1"
+    names = tabular.distinct_names(names)  # repeated names become "a", "a.1"
     body = split[1:] if header else split
     return names, [[f.decode() for f in fields] for _, fields in body], [n for n, _ in body]
 

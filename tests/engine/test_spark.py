@@ -10,7 +10,7 @@ import pytest
 
 import dpdesk
 from dpdesk.engine import scan
-from dpdesk.engine.backend import EngineError
+from dpdesk.engine.base import EngineError
 from dpdesk.engine.spark import require_pyspark
 from dpdesk.errors import ParameterError
 

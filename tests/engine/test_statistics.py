@@ -9,7 +9,8 @@ import pytest
 
 import dpdesk
 from dpdesk.engine import scan
-from dpdesk.engine.backend import DuckEngine, spill_root
+from dpdesk.engine.backend import DuckEngine
+from dpdesk.engine.base import spill_root
 from dpdesk.engine.dataset import column_sample, prepare_bounding
 from dpdesk.engine.sources import convert
 from dpdesk.engine.sql import load_sql

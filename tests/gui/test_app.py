@@ -97,12 +97,16 @@ def test_end_to_end_import_compare_release_export(window, qtbot, data_dir, tmp_p
     # the plot holds exactly the runner's means
     summary = comparison.summary[comparison.summary.metric == "mae"]
     plotted = {name: (x, y) for name, x, y in page.error_panel._series}
-    assert set(plotted) == {"lpa", "gs", "dpsense-s"}
+    # the mechanisms, and the two reference lines (issue 29), flat at the comparison's values
+    references = {f"{label} (reference)": value for label, value in comparison.reference_values("mae").items()}
+    assert set(plotted) == {"lpa", "gs", "dpsense-s", *references} and len(references) == 2
     for label, group in summary.groupby("label"):
         group = group.sort_values("epsilon")
         x, y = plotted[label]
         assert np.allclose(x, group["epsilon"]) and np.allclose(y, group["mean"])
-    assert page.error_panel.table.rowCount() == 6
+    for label, value in references.items():
+        assert np.allclose(plotted[label][1], value)
+    assert page.error_panel.table.rowCount() == 6 + 2 * 2
     assert "true data" in page.banner.text()
     page.tabs.setCurrentIndex(1)
     assert page.truth_panel._series  # true vs noisy drawn for the first example

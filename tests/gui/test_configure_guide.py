@@ -12,7 +12,7 @@ import dpdesk
 from dpdesk import mechanisms as registry
 from dpdesk.data.dataset import Dataset, from_cells
 from dpdesk.data.domain import DomainDeclaration
-from dpdesk.evaluation import planner
+from dpdesk.privacy import planner
 from dpdesk.evaluation.recommend import recommend
 from dpdesk.gui import configure_page
 from dpdesk.gui.configure_page import PRESETS, ConfigurePage, odds_pair
@@ -181,7 +181,7 @@ def test_use_the_recommendation_ticks_it_and_sets_its_settings(window, qtbot):
     release = window.release_page
     assert release.mechanism.currentData() == "lpa"
     assert release.chosen.currentText() == advice.chosen_how
-    assert "declared facts only" in advice.chosen_how and "typical_row_length = 4" in advice.chosen_how
+    assert "declared facts only" in advice.chosen_how and "about 4 items per typical person" in advice.chosen_how
     # the steward's own Δ is a declaration again
     page.bound.setValue(6)
     assert not state.bound_proposed and not page.bound_note.isVisibleTo(page)

@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 import dpdesk
 from dpdesk.api import prepare
-from dpdesk.data.domain import discover_cell_domains, discover_items, discovery_threshold
+from dpdesk.mechanisms.discovery import discover_cell_domains, discover_items, discovery_threshold
 from dpdesk.mechanisms import gs
 from dpdesk.mechanisms.sparse import mechanisms as sparse
 from dpdesk.mechanisms.sparse.dyadic import DyadicTree

@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 import dpdesk
-from dpdesk.data.domain import discover_items
+from dpdesk.mechanisms.discovery import discover_items
 from dpdesk.mechanisms import gs
 from dpdesk.privacy.bounding import bounded_counts, prepare_bound, truncate
 from dpdesk.privacy.randomness import SeededRandom

@@ -27,7 +27,7 @@ from dpdesk.errors import BudgetError, LedgerError, ParameterError
 from dpdesk.mechanisms.counts import LPA
 from dpdesk.privacy.ledger import DEFAULT_CAP, GENESIS_HASH, HEAD_FILE, Ledger, entry_hash
 from dpdesk.privacy.randomness import SecureRandom
-from dpdesk.report.export import sha256_bytes
+from dpdesk.report.export import sha256_bytes, verify_export
 from dpdesk.workflow import release_to_files
 
 from tests.secure_run import secure_run
@@ -477,7 +477,7 @@ def test_exports_are_checked_against_the_ledger(dpdesk_home, data, tmp_path, cap
     assert "another ledger" in capsys.readouterr().err
     # ... and a changed release file is caught too
     (out / "release.csv").write_text("item,noisy_count\ni0,1\n")
-    assert "changed after it was exported" in Ledger.open().verify_export(out)
+    assert "changed after it was exported" in verify_export(Ledger.open(), out)
 
 
 def test_a_recorded_release_is_exported_again_without_new_noise(dpdesk_home, data, tmp_path, monkeypatch,

@@ -106,10 +106,13 @@ def test_comparison_results_and_plots(groceries, release):
     plots = svgs(report)
     metrics = comparison.summary["metric"].unique()
     assert len(plots) == 3 + len(metrics)
-    for plot in plots[3:]:
+    for metric, plot in zip(metrics, plots[3:]):
         assert drawn(plot, "series-0") is not None and drawn(plot, "series-1") is not None  # one per mechanism
-        assert drawn(plot, "series-2") is None
+        # and the two reference lines (publishing zeros, one average for all), but not for top-k accuracy
+        lines = 2 if comparison.reference_values(metric) else 0
+        assert (drawn(plot, f"series-{1 + lines}") is not None) and drawn(plot, f"series-{2 + lines}") is None
         assert drawn(plot, "band-0") is not None  # the 95% band
+    assert "publishing zeros" in report and "one average for all" in report
     row = comparison.summary.iloc[0]
     assert f"<td>{row.label}</td><td class=\"num\">{row.epsilon:g}</td>" in report
 

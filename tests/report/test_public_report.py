@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dpdesk
-from dpdesk.evaluation.planner import odds_after
+from dpdesk.privacy.planner import odds_after
 from dpdesk.mechanisms.counts import LPA
 from dpdesk.privacy.budget import BudgetSplit
 from dpdesk.privacy.randomness import SecureRandom

@@ -59,7 +59,7 @@ import numpy as np
 
 from ...errors import ParameterError
 from ...privacy.exact import ExactDraw, Interval, Real
-from ...privacy.noise import _mu_from_scale, geometric
+from ...privacy.noise import mu_from_scale, geometric
 from ...privacy.randomness import RandomSource
 
 DIRECT_SUM = 1 << 16  # segments up to this length are summed term by term (no cancellation)
@@ -80,7 +80,7 @@ def draw_in_blocks(draw, size: int) -> np.ndarray:
 @lru_cache(maxsize=256)
 def noise_mu(scale: float) -> float:
     """μ = −ln α of the exact discrete Laplace noise of this scale (the sampler's own μ)."""
-    return float(_mu_from_scale(scale))
+    return float(mu_from_scale(scale))
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from dpdesk.errors import ParameterError
-from dpdesk.evaluation import planner
+from dpdesk.privacy import planner
 
 
 def test_example_1_single_count_query():
