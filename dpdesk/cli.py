@@ -243,7 +243,10 @@ def _declaration(args):
     cells = args.domains is not None or args.domains_are_public
     facts = {"people": args.people, "row_length": args.typical_row_length, "expected_items": args.expected_items,
              "skew": args.skew}
-    return parse_items_option(args.domains if cells else args.items,
+    text = args.domains if cells else args.items
+    if getattr(args, "dry_run", False) and (text or "").strip().lower() != "discover":
+        facts.pop("people"), facts.pop("row_length")  # with declared items they shape the margin preview alone
+    return parse_items_option(text,
                               public=args.domains_are_public if cells else args.items_are_public,
                               delta=args.delta, share=args.discover_share, bound=args.discover_bound, cells=cells,
                               route=args.discover_route, facts=facts)
@@ -683,7 +686,7 @@ NO_DISPLAY = """dpdesk: no display found, so the desktop application cannot open
 The same work can be done from the command line. On the sample dataset (its product names are a public
 catalogue, so the release may list them):
   {dpdesk} inspect {sample}
-  {dpdesk} recommend {sample} --epsilon 0.69 --items from-data --items-are-public
+  {dpdesk} recommend {sample} --epsilon 0.69 --items from-data --items-are-public --typical-row-length 4
   {dpdesk} compare {sample} --mechanisms lpa,gs --epsilon 0.1,0.69 --repeats 10 --bound 20 --out results/
   {dpdesk} release {sample} --mechanism gs --epsilon 0.69 --bound 20 --items from-data --items-are-public --out release/
 On your own data, declare the list of items the release may publish with --items (see `dpdesk release --help`).

@@ -153,11 +153,11 @@ def test_a_dry_run_previews_the_margins_and_spends_nothing(tmp_path, data_dir, d
               "--items", "from-data", "--items-are-public", "--out", out, "--dry-run", "--people", "9835"]
     text = run(*common, "--typical-row-length", "4.4")
     assert text.returncode == 0, text.stderr
-    assert text.stdout.startswith("Dry run: gs at ε = 0.69 for groceries passes every check")
+    assert text.stdout.startswith("Dry run: the release of groceries with gs would spend ε = 0.69; nothing was read")
     assert "Preview on a stand-in of 9,835 people with about 4.4 of 169 items each" in text.stdout
     assert "A preview, not the release" in text.stdout
     as_json = json.loads(run(*common, "--json").stdout)
-    assert as_json["dry_run"] is True and as_json["spent"] == {"epsilon": 0.0, "delta": 0.0}
+    assert as_json["dry_run"] is True and as_json["epsilon"] == 0.69 and as_json["dataset_epsilon_spent"] == 0
     preview = as_json["margin_preview"]
     assert preview["preview"] is True and preview["stand_in"]["items"] == 169 and preview["margin95"]["median"] > 0
     assert not out.exists() and Ledger.open().status("groceries").spent == 0
@@ -167,3 +167,6 @@ def test_a_dry_run_previews_the_margins_and_spends_nothing(tmp_path, data_dir, d
     refused = run("release", data_dir / "groceries.csv.gz", "--mechanism", "gs", "--epsilon", "0.69",
                   "--items", "range:169", "--out", out, "--dry-run")  # no bound: refused as a release would be
     assert refused.returncode == 2 and "bound" in refused.stderr
+    unknown = json.loads(run("release", data_dir / "groceries.csv.gz", "--mechanism", "lpa", "--epsilon", "0.69",
+                             "--bound", "5", "--items", "discover", "--delta", "1e-6", "--dry-run", "--json").stdout)
+    assert unknown["margin_preview"]["preview"] is False  # discovered items: what a stand-in would need is said

@@ -111,7 +111,7 @@ def margin_preview(kind: str, mechanism_id: str, epsilon, params: dict, domain_s
     ``params`` as the release would take them (checked here); ``domain_size`` is d items or m cells as declared;
     ``typical_row_length`` and ``people`` shape the stand-in (defaults when not declared, and the preview says so).
     """
-    from .. import api
+    from ..mechanisms import running
     from ..mechanisms.publish import publish
     from ..privacy.randomness import SeededRandom
 
@@ -121,7 +121,7 @@ def margin_preview(kind: str, mechanism_id: str, epsilon, params: dict, domain_s
                              f"least 1, not {domain_size!r}.")
     data, described = stand_in_for(kind, int(domain_size), params, typical_row_length=typical_row_length,
                                    people=people)
-    mechanism, eps, values = api.validate(data, mechanism_id, eps, params)
+    mechanism, eps, values = running.validate(data, mechanism_id, eps, params)
     prepared = mechanism.prepare(data, eps, values, lambda *_: None, None)
     source = SeededRandom(np.random.default_rng(SEED), seed=SEED)
     release = publish(mechanism.run(data, prepared, eps, values, source), mechanism=mechanism)

@@ -649,7 +649,7 @@ class _Grouping(Mechanism):
                 f"counts are about {average:,.0f} away from the published ones on average for that reason alone (the "
                 "largest of a group above, the smallest below), by this release's own private estimate.")
         truncation = (estimates or {}).get("truncation") or {}
-        if truncation.get("lost_share"):
+        if truncation.get("lost_share", 0.0) >= 0.005:  # (a cut of less than 0.5% is not worth a sentence)
             text += (f" The cut to Δ = {items_text(params['bound'])} per person also lowered the counts, by about "
                      f"{truncation['lost_share']:.0%} on the whole.")
         return text
