@@ -17,6 +17,13 @@ dpsense < 1 s after loading.
     python benchmarks/bench_dpsense.py            # kosarak size
     python benchmarks/bench_dpsense.py --scale 0.1
     python benchmarks/bench_dpsense.py --utility  # MAE / MRE / top-k on the real datasets
+    python benchmarks/bench_dpsense.py --stability  # DPSense-S's choice of θ over seeds (issue 29)
+
+``--stability`` runs dpsense-s on the 7 real datasets at ε ∈ {0.1, ln 2, 1, 2} with 12 seeds for
+each selection share in ``--shares`` (default 0.1, the paper's, and 0.3, dpdesk's default since
+issue 29) and prints the chosen θ (smallest, median, largest) and α, the published MAE (mean,
+smallest, largest) and the spread (largest over smallest MAE): why θ wanders is in
+dpdesk/mechanisms/dpsense.py, "How sharply θ is chosen".
 """
 
 from __future__ import annotations
@@ -152,13 +159,54 @@ def bench_utility(repeats: int, share: float) -> None:
                       f"{np.mean([m['mre'] for m in metrics]):8.4f} {np.mean([m['topk_accuracy'] for m in metrics]):9.3f}")
 
 
+STABILITY_DATA = ("retail.dat.gz", "mushroom.dat.gz", "chess.dat.gz", "adult.data.gz",
+                  "ml-latest-small_ratings.csv.gz", "groceries.csv.gz", "hetrec2011-lastfm-2k_user_artists.dat.gz")
+
+
+def bench_stability(repeats: int, shares) -> None:
+    """DPSense-S's θ, α and published MAE over seeds, for each selection share (true data: internal)."""
+    from dpdesk.mechanisms.publish import publish
+
+    print(f"dpsense-s over {repeats} seeds: θ* smallest/median/largest, α* range, published MAE mean "
+          "[smallest, largest], spread = largest/smallest MAE")
+    print(f"{'dataset':42s} {'ε':>5s} {'share':>5s} {'θ*':>14s} {'α*':>10s} {'MAE':>24s} {'spread':>6s}")
+    totals = {share: [] for share in shares}
+    for name in STABILITY_DATA:
+        data = dpdesk.load(DATA / name)
+        truth = data.column_counts
+        for epsilon in (0.1, math.log(2), 1.0, 2.0):
+            for share in shares:
+                thetas, alphas, errors = [], [], []
+                for seed in range(repeats):
+                    release = dpdesk.release(data, "dpsense-s", epsilon=epsilon, rng=seed, selection_share=share)
+                    thetas.append(release.report["selection"]["theta"])
+                    alphas.append(release.report["selection"]["alpha"])
+                    errors.append(float(np.abs(publish(release).values - truth).mean()))
+                errors = np.array(errors)
+                spread = errors.max() / errors.min()
+                totals[share].append((errors.mean(), spread))
+                print(f"{name:42s} {epsilon:5.3g} {share:5.2f} {min(thetas):4g}/{np.median(thetas):4g}/"
+                      f"{max(thetas):4g} {min(alphas):4.2f}–{max(alphas):4.2f} {errors.mean():9.2f} "
+                      f"[{errors.min():6.2f}, {errors.max():6.2f}] {spread:6.2f}")
+    for share, rows in totals.items():
+        means, spreads = np.array(rows).T
+        print(f"share {share:.2f}: largest spread {spreads.max():.2f}, median spread {np.median(spreads):.2f}; "
+              f"mean MAE relative to share {shares[0]:.2f}: geometric mean "
+              f"{math.exp(np.mean(np.log(means / np.array(totals[shares[0]])[:, 0]))):.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of kosarak's rows and items")
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--utility", action="store_true", help="MAE/MRE/top-k on the real datasets instead")
     parser.add_argument("--selection-share", type=float, default=0.1, help="with --utility: DPSense's ε_c share")
+    parser.add_argument("--stability", action="store_true", help="dpsense-s's θ and MAE over seeds instead")
+    parser.add_argument("--shares", default="0.1,0.3", help="with --stability: the selection shares compared")
     args = parser.parse_args()
+    if args.stability:
+        bench_stability(12 if args.repeats == 10 else args.repeats, [float(s) for s in args.shares.split(",")])
+        return
     if args.utility:
         bench_utility(args.repeats, args.selection_share)
         return

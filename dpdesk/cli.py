@@ -487,6 +487,9 @@ def cmd_compare(args) -> int:
         mechanism = registry.get(mechanism_id)
         names = {p.name for p in mechanism.params}
         entries.append(Entry(mechanism_id, {k: v for k, v in params.items() if k in names}))
+        if "bound" in params and "bound" not in names and getattr(mechanism, "without_bound", None):
+            print(f"note: {mechanism_id} needs no bound Δ and does not use --bound {params['bound']}: "
+                  f"{mechanism.without_bound}.", file=sys.stderr)
     epsilons = _floats(args.epsilon, "--epsilon")
     if args.repeats < 1:
         raise ParameterError("--repeats must be at least 1.")

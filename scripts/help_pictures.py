@@ -250,6 +250,29 @@ def gs() -> Svg:
     return svg
 
 
+def ahp() -> Svg:
+    svg = Svg("AHP: noisy counts sorted, the small ones set to 0, similar ones clustered")
+    noisy = [c + n for c, n in zip(COUNTS, NOISE)]
+    order = sorted(range(12), key=lambda i: noisy[i])
+    values = [COUNTS[i] for i in order]
+    chart = Chart(svg)
+    clusters = [(0, 4), (5, 7), (8, 9), (10, 11)]
+    for k, (first, last) in enumerate(clusters):
+        if k % 2 == 0:
+            chart.band(first, last)
+    chart.bars(values)
+    chart.axis()
+    chart.dots([noisy[i] for i in order], ORANGE)
+    theta = 4.5
+    svg.line(chart.left, chart.y(theta), chart.right, chart.y(theta), VERMILLION, 1.2, "4,3")
+    svg.text(chart.right, chart.y(theta) - 4, "θ: below it, set to 0", 10.5, anchor="end", fill=INK)
+    for k, (first, last) in enumerate(clusters):
+        chart.segment(first, last, sum(values[first:last + 1]) / (last - first + 1) + (0.3, -0.4, 0.5, -0.3)[k])
+    legend(svg, 24, 18, [("bar", None, "true count"), ("dot", ORANGE, "noisy count"),
+                         ("line", BLUE, "noisy cluster average")])
+    return svg
+
+
 def _fourier(values, keep: int) -> list[float]:
     spectrum = np.fft.rfft(np.asarray(values, dtype=float))
     spectrum[keep:] = 0
@@ -557,7 +580,8 @@ def privacy() -> Svg:
 
 
 PICTURES = {
-    "lpa": lpa, "alpa": alpa, "gs-r": gs_r, "gs-s-row": gs_s_row, "gs-s-col": gs_s_col, "gs": gs, "fpa": fpa,
+    "lpa": lpa, "alpa": alpa, "gs-r": gs_r, "gs-s-row": gs_s_row, "gs-s-col": gs_s_col, "gs": gs, "ahp": ahp,
+    "fpa": fpa,
     "fpa-oracle": fpa_oracle, "dpsense": dpsense, "dpsense-s": dpsense_s, "diff": diff, "geometric": geometric,
     "filter": filter_, "filter2": filter2, "threshold": threshold, "priority": priority,
     "filter-threshold": filter_threshold, "filter-priority": filter_priority, "dyadic": dyadic, "sketch": sketch,

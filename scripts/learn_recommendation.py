@@ -15,11 +15,12 @@ one real dataset out (learn on the other six and the synthetic data), and synthe
 held out from training, with three baselines (always gs, always lpa, always the best
 single choice).
 
-Running time with the defaults (7 real + 48 + 16 synthetic datasets, 7 ε × 6 Δ ratios × 9
-mechanisms × 8 repeats: 155,064 seeded releases): see ``settings.measuring_seconds`` in the rule
-file (25 minutes before margins, on the development machine's two cores shared with other work),
-nearly all of it in the comparisons; every goal is measured on the same runs. A new arm in
-dpdesk/evaluation/arms.py needs nothing else: the same one command retrains every goal. Not run in
+Running time with the defaults (7 real + 48 + 16 synthetic datasets, 7 ε × (8 arms with Δ × 6 Δ
+ratios + 3 without) × 8 repeats: 202,776 seeded releases): see ``settings.measuring_seconds`` in the
+rule file (40 minutes with `ahp` and `ahp-median`, issue 29, on the development machine's two cores
+shared with other work), nearly all of it in the comparisons; every goal is measured on the same
+runs. A new arm in dpdesk/evaluation/arms.py needs nothing else: the same one command retrains every
+goal. Not run in
 CI: tests/evaluation/test_recommend.py checks the shipped file and re-learns on a tiny grid.
 ``--measurements FILE`` keeps the measured table (and FILE.seconds, the time it took);
 ``--reuse`` re-learns from it in half a minute (to change the tree settings without

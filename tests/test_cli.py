@@ -80,12 +80,24 @@ def test_compare_writes_results_and_summary(tmp_path, data_dir):
     (["--mechanism", "lpa", "--epsilon", "1", "--bound", "5", "--items", "range:0"], "between 1"),
     (["--mechanism", "fpa", "--epsilon", "1", "--bound", "5", "--param", "rho=9", "--items", "range:10"],
      "too large for 10 items"),
+    # issue 29: a bound given to DPSense-S is refused with the reason, not silently ignored
+    (["--mechanism", "dpsense-s", "--epsilon", "1", "--bound", "5", "--items", "range:10"],
+     "'dpsense-s' needs no bound Δ and does not use one"),
 ])
 def test_bad_parameters_exit_2(tmp_path, data_dir, args, message):
     result = run("release", data_dir / "chess.dat.gz", *args, "--out", tmp_path / "o")
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "o").exists()  # nothing written
+
+
+def test_compare_says_which_mechanisms_do_not_use_the_bound(tmp_path, data_dir):
+    """Issue 29: dpsense-s gave the same results for every --bound without a word; compare now says so."""
+    result = run("compare", data_dir / "chess.dat.gz", "--mechanisms", "lpa,dpsense-s", "--epsilon", "1",
+                 "--repeats", "1", "--seed", "1", "--bound", "9", "--out", tmp_path / "c", "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert "dpsense-s needs no bound Δ and does not use --bound 9" in result.stderr
+    assert "lpa needs no bound" not in result.stderr
 
 
 def test_compare_bad_mechanism(tmp_path, data_dir):

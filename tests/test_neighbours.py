@@ -86,6 +86,8 @@ def published(folder) -> dict:
     # numbers that come from the noise (GS quotes its noisy group size w*) may differ; the
     # labels are compared above, exactly
     out["report"] = re.sub(r"\d[\d,.]*", "N", report)
+    # margins that follow noisy group or cluster sizes (GS's w*, AHP's clusters) may all be equal or not
+    out["report"] = out["report"].replace("from ±N to ±N", "±N")
     if out["expected_error"]:
         out["expected_error"] = re.sub(r"\d[\d,.]*", "N", json.dumps(out["expected_error"], sort_keys=True))
     # what the margins cover, or why there are none (issue 28): its figures come from noisy estimates

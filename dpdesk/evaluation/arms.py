@@ -27,14 +27,16 @@ class Arm:
     mechanism: str
     takes_bound: bool
     what: str  # what it does, in plain words (the first reason of a recommendation)
+    settings: tuple[tuple[str, object], ...] = ()  # fixed parameters that make this arm a variant
 
     def params(self, items: int, bound: int | None) -> dict:
-        """The mechanism's parameters (public: Δ as declared or proposed, ρ from d)."""
+        """The mechanism's parameters (public: Δ as declared or proposed, ρ from d, the arm's own settings)."""
         params = {}
         if self.takes_bound:
             params["bound"] = int(bound)
         if self.mechanism == "fpa":
             params["rho"] = min(FPA_RHO, items // 2 + 1)
+        params.update(self.settings)
         return params
 
 
@@ -50,6 +52,12 @@ ARMS = (
     Arm("gs", "gs", True, "GS groups items whose counts look alike (from a noisy sample) and tries every group size "
                           "on that sample, then publishes one noisy average per group: the noise is shared within "
                           "a group instead of hitting every count."),
+    Arm("ahp", "ahp", True, "AHP adds noise to every count with most of ε, sorts the noisy counts and clusters "
+                            "similar ones, then publishes one noisy average per cluster (Zhang et al., SDM 2014)."),
+    Arm("ahp-median", "ahp", True, "AHP with the small counts' median: like AHP, but the items whose noisy count is "
+                                   "small next to the noise share one private median of their counts instead of an "
+                                   "average, which suits many rare items and a few very popular ones.",
+        (("small_counts", "median"), ("threshold", "adaptive"))),
     Arm("fpa", "fpa", True, "FPA keeps only the broad shape of the counts (their first Fourier coefficients), adds "
                             "noise to it and transforms back."),
     Arm("alpa", "alpa", False, "ALPA publishes one noisy average for every item: almost no noise, but every item "

@@ -15,7 +15,7 @@ import types
 from ..errors import ParameterError
 from .base import BOUND, CellSummary, Diagnostic, Mechanism, Param, Release
 
-_MODULES = ("counts", "diff", "gs", "fpa", "dpsense", "sparse")
+_MODULES = ("counts", "diff", "gs", "ahp", "fpa", "dpsense", "sparse")
 _REGISTRY: dict[str, Mechanism] = {}
 _loaded = False
 

@@ -351,6 +351,9 @@ class Mechanism:
         """All parameters checked and completed with defaults (``ParameterError`` if bad)."""
         known = {p.name for p in self.params}
         unknown = set(params) - known
+        if unknown == {"bound"} and getattr(self, "without_bound", None):
+            raise ParameterError(f"The mechanism '{self.id}' needs no bound Δ and does not use one: "
+                                 f"{self.without_bound}. Leave out --bound (or 'bound').")
         if unknown:
             raise ParameterError(f"The mechanism '{self.id}' has no parameter "
                                  + ", ".join(f"'{u}'" for u in sorted(unknown))

@@ -386,6 +386,8 @@ def _paragraph_height(pdf, block: Paragraph, most_lines: int | None = None) -> f
     lines = len(pdf.multi_cell(pdf.epw - 4, _line_mm(size), _plain(block.runs), dry_run=True, output="LINES"))
     if most_lines is not None:
         lines = min(lines, most_lines)
+    if PARAGRAPH_STYLES[block.style][3] is not None:  # a filled box: 1 mm above, 2 mm padding each side, 2 below
+        return lines * _line_mm(size) + 7
     return lines * _line_mm(size) + 3
 
 

@@ -26,6 +26,7 @@ PARAMS = {
     "lpa": {"bound": 5}, "alpa": {"bound": 5}, "gs-r": {"bound": 5}, "gs-s-row": {"bound": 5},
     "gs-s-col": {"bound": 5}, "gs": {"bound": 5}, "fpa": {"bound": 5, "rho": 10}, "fpa-oracle": {"bound": 5},
     "dpsense": {}, "dpsense-s": {"alpha_steps": 20}, "diff": {"index": "uniform", "bound": 5},
+    "ahp": {"bound": 5, "small_counts": "median", "threshold": "adaptive"},
 }
 _SCANNED: dict = {}
 

@@ -393,7 +393,8 @@ def test_learning_runs_end_to_end_on_a_tiny_grid():
         group = "held-out synthetic" if k == 3 else ("real" if k == 0 else "synthetic")
         training.append(TrainingSet(f"tiny {k}", data, group, typical_row_length(data)))
     measurements = measure(training, [0.2, 2.0], repeats=2, seed=5)
-    assert len(measurements) == 4 * 2 * (6 * len(BOUND_RATIOS) + 3)
+    with_bound = sum(arm.takes_bound for arm in ARMS)
+    assert len(measurements) == 4 * 2 * (with_bound * len(BOUND_RATIOS) + len(ARMS) - with_bound)
     assert np.isfinite(measurements["mae"]).all() and (measurements["mae"] > 0).all()
     again = measure(training[:1], [0.2, 2.0], repeats=2, seed=5)
     assert again["mae"].tolist() == measurements["mae"][: len(again)].tolist()  # seeded: reproducible

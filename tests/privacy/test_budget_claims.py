@@ -24,7 +24,7 @@ import scipy.sparse as sp
 import dpdesk
 from dpdesk.api import prepare
 from dpdesk.mechanisms.discovery import discover_cell_domains, discover_items, discovery_threshold
-from dpdesk.mechanisms import gs
+from dpdesk.mechanisms import ahp, gs
 from dpdesk.mechanisms.sparse import mechanisms as sparse
 from dpdesk.mechanisms.sparse.dyadic import DyadicTree
 from dpdesk.mechanisms.sparse.sketch import hash_tables, index_bytes, sketch_counts
@@ -246,6 +246,76 @@ def test_gs_noisy_total_of_kept_items(epsilon):
     errors = np.array([r.internal["noisy_total_kept_items"] - r.internal["kept_items"] for r in runs])
     assert all(r.internal["kept_items"] == data.column_counts.sum() for r in runs[:5])
     check(measured_epsilon(errors, bound, step(runs[0], "noisy total of kept items"), what="gs noisy total"))
+
+
+# --- AHP ----------------------------------------------------------------------------------------
+
+def record_ahp(monkeypatch) -> list:
+    """Record AHP's noisy counts ĉ (with the counts they noised) and the clusters each release published."""
+    calls = []
+    noisy_counts, cluster_release = ahp.AHP.noisy_counts, ahp.cluster_release
+
+    def recording_counts(counts, scale, source):
+        noisy = noisy_counts(counts, scale, source)
+        calls.append({"counts": np.array(counts), "noisy": np.array(noisy)})
+        return noisy
+
+    def recording_clusters(counts, order, bounds, sum_scale, source):
+        calls[-1].update(order=np.array(order), bounds=np.array(bounds))
+        return cluster_release(counts, order, bounds, sum_scale, source)
+
+    monkeypatch.setattr(ahp.AHP, "noisy_counts", staticmethod(recording_counts))
+    monkeypatch.setattr(ahp, "cluster_release", recording_clusters)
+    return calls
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_ahp_noisy_counts_for_clustering(epsilon, monkeypatch):
+    """One person changes at most Δ' counts by one: sensitivity Δ', the noise the clustering reads is Δ'/ε₁."""
+    bound = 3
+    data = people(300, 20, bound, seed=31)
+    calls = record_ahp(monkeypatch)
+    runs = releases(data, "ahp", epsilon, 120, seed=32, bound=bound)
+    assert len(calls) == len(runs) and all(np.array_equal(c["counts"], data.column_counts) for c in calls)
+    noise = np.concatenate([c["noisy"] - c["counts"] for c in calls])
+    check(measured_epsilon(noise, bound, step(runs[0], "noisy counts for clustering"), what="ahp noisy counts"))
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_ahp_noisy_cluster_averages(epsilon, monkeypatch):
+    """A person holds m_k of their items in cluster k, Σ m_k ≤ Δ': each cluster's total has sensitivity Δ' in
+    the sum over clusters, so a step of ε₂ puts noise Δ'/ε₂ on every total (read back as average × size)."""
+    bound = 3
+    data = people(300, 20, bound, seed=33)
+    truth = data.column_counts.astype(np.int64)
+    calls = record_ahp(monkeypatch)
+    runs = releases(data, "ahp", epsilon, 900, seed=34, bound=bound)
+    noise = []
+    for release, call in zip(runs, calls):
+        order, bounds = call["order"], call["bounds"]
+        sizes = np.diff(bounds)
+        published = release.values[order][bounds[:-1]] * sizes
+        noise.append(np.round(published) - np.add.reduceat(truth[order], bounds[:-1]))
+    check(measured_epsilon(np.concatenate(noise), bound, step(runs[0], "noisy cluster averages"),
+                           what="ahp noisy cluster totals"))
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_ahp_median_of_the_small_counts(epsilon):
+    """With η = 10 every noisy count is below θ: the items publish one median m ∈ 0..K chosen with
+    Pr[m] ∝ exp(ε₂·u(m)/(2Δ')), u(m) = −Σ_i |c_i − m|, which a person of at most Δ' items moves by at
+    most Δ'. The measured coefficient times 2Δ' is the step's ε."""
+    bound = 3
+    data = people(100, 20, bound, seed=35)  # counts about 10: below θ (35 at ε = 3) with the noise
+    runs = releases(data, "ahp", epsilon, 1500, seed=36, bound=bound, small_counts="median", threshold_factor=10.0)
+    assert all(r.report["clusters"]["noisy counts at or below θ"] == data.n_items for r in runs)
+    claimed = step(runs[0], "noisy cluster averages and median of the small counts")
+    top = int(runs[0].noise_margin[0])  # K: the range 0..K the median is chosen from
+    candidates = np.arange(top + 1)
+    scores = -np.abs(data.column_counts[:, None] - candidates[None, :]).sum(axis=0).astype(np.float64)
+    picks = np.array([int(r.values[0]) for r in runs])
+    assert all(np.unique(r.values).size == 1 for r in runs[:20])
+    check(exponential_choice(scores, picks, claimed / (2 * bound), 2.0 * bound, what="ahp median of small counts"))
 
 
 # --- FPA ----------------------------------------------------------------------------------------
@@ -647,6 +717,8 @@ MEASURED = {
                  "estimate of what Δ cut off"},
     "gs": {"noisy sample t_s", "noisy total of kept items", "noisy group averages", "estimate of the smoothing error",
            "estimate of what Δ cut off"},
+    "ahp": {"noisy counts for clustering", "noisy cluster averages",
+            "noisy cluster averages and median of the small counts"},
     "fpa": {"noisy Fourier coefficients"},
     "dpsense": {"choose θ", "noisy counts"},
     "dpsense-s": {"choose θ and α", "noisy counts"},
@@ -659,7 +731,9 @@ VARIANTS = [
     ("lpa", {"bound": 3}), ("lpa", {"bound": 3, "noise": "laplace"}), ("alpa", {}), ("alpa", {"bound": 3}),
     ("diff", {"index": "uniform"}), ("diff", {"index": "uniform", "bound": 3}), ("gs-r", {"bound": 3}),
     ("gs-s-row", {"bound": 3}), ("gs-s-col", {"bound": 3}), ("gs", {"bound": 3}),
-    ("gs", {"bound": 3, "estimator": "paper"}), ("fpa", {"bound": 3, "rho": 3}), ("dpsense", {}),
+    ("gs", {"bound": 3, "estimator": "paper"}), ("ahp", {"bound": 3}),
+    ("ahp", {"bound": 3, "small_counts": "median", "threshold": "adaptive"}), ("fpa", {"bound": 3, "rho": 3}),
+    ("dpsense", {}),
     ("dpsense", {"selection_form": "one-directional"}), ("dpsense-s", {}), ("geometric", {}),
     ("filter", {"threshold": 2}), ("filter", {"target_size": 20}), ("filter2", {"target_size": 20}),
     ("threshold", {"tau": 3.0}), ("threshold", {"target_size": 20}), ("priority", {"size": 5}),

@@ -89,7 +89,8 @@ def cells() -> dpdesk.CellCounts:
 
 
 SETTINGS = {"lpa": {"bound": 3}, "alpa": {}, "gs-r": {"bound": 3}, "gs-s-row": {"bound": 3}, "gs-s-col": {"bound": 3},
-            "gs": {"bound": 3}, "fpa": {"bound": 3, "rho": 3}, "dpsense": {}, "dpsense-s": {},
+            "gs": {"bound": 3}, "ahp": {"bound": 3, "small_counts": "median", "threshold": "adaptive"},
+            "fpa": {"bound": 3, "rho": 3}, "dpsense": {}, "dpsense-s": {},
             "diff": {"index": "uniform"}, "geometric": {}, "filter": {"threshold": 2}, "filter2": {"threshold": 2},
             "threshold": {"target_size": 20}, "priority": {"size": 5}, "filter-threshold": {"threshold": 1, "tau": 3},
             "filter-priority": {"threshold": 1, "size": 5}, "dyadic": {"method": "filter", "threshold": 2},
