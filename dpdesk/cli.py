@@ -243,7 +243,10 @@ def _declaration(args):
     cells = args.domains is not None or args.domains_are_public
     facts = {"people": args.people, "row_length": args.typical_row_length, "expected_items": args.expected_items,
              "skew": args.skew}
-    return parse_items_option(args.domains if cells else args.items,
+    text = args.domains if cells else args.items
+    if getattr(args, "dry_run", False) and (text or "").strip().lower() != "discover":
+        facts.pop("people"), facts.pop("row_length")  # with declared items they shape the margin preview alone
+    return parse_items_option(text,
                               public=args.domains_are_public if cells else args.items_are_public,
                               delta=args.delta, share=args.discover_share, bound=args.discover_bound, cells=cells,
                               route=args.discover_route, facts=facts)
@@ -366,8 +369,9 @@ def cmd_release(args) -> int:
 
 
 def _dry_run(args, mechanism, epsilon, params, dataset, items) -> int:
-    """What a release would spend and how its discovery would run: every check on declared inputs,
-    nothing read, no noise, nothing recorded."""
+    """What a release would spend, how its discovery would run and the margin each value would get (previewed on
+    a stand-in, issue 28): every check on declared inputs, nothing read (but labels stated public), no noise,
+    nothing recorded."""
     from .privacy.ledger import Ledger
     from .workflow import check_request
 
@@ -376,10 +380,12 @@ def _dry_run(args, mechanism, epsilon, params, dataset, items) -> int:
     status = Ledger.open().status(declared.dataset)
     plan = declared.discovery
     delta = plan.chosen.delta if plan is not None else 0.0
+    preview, no_preview = _margin_preview(args, declared, params, items)
     result = {"dry_run": True, "mechanism": declared.mechanism.id, "dataset": declared.dataset,
               "epsilon": declared.epsilon, "delta": delta, "dataset_epsilon_spent": status.spent,
               "cap": status.cap, "cap_remaining": status.remaining,
-              "discovery": plan.to_json() if plan is not None else None}
+              "discovery": plan.to_json() if plan is not None else None,
+              "margin_preview": preview.to_json() if preview is not None else {"preview": False, "why": no_preview}}
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
         return 0
@@ -388,7 +394,34 @@ def _dry_run(args, mechanism, epsilon, params, dataset, items) -> int:
     spent = f"ε = {declared.epsilon:g}" + (f" and δ ≤ {delta:.3g}" if delta else "")
     print(f"Dry run: the release of {declared.dataset} with {declared.mechanism.id} would spend {spent}; nothing "
           "was read, drawn or recorded.")
+    print(preview.text if preview is not None else f"Margins of error: {no_preview}")
     return 0
+
+
+def _margin_preview(args, declared, params, items):
+    """(the margins previewed on a stand-in, or None and why not) for a dry run, from declared inputs only."""
+    from .data.domain import HOW_DISCOVERED
+    from .evaluation.preview import margin_preview
+    from .evaluation.recommend import declared_size
+
+    mechanism = declared.mechanism
+    if items is not None and items.kind == HOW_DISCOVERED:
+        from .mechanisms.discovery import ONE_PASS
+
+        if getattr(declared.discovery, "route", None) == ONE_PASS:
+            return None, ("none: the one-pass discovery lists the items whose noisy counts passed its threshold, "
+                          "and among them the counts near the threshold are too high by an amount no margin bounds")
+        if not args.expected_items:
+            return None, ("the items are found during the release, so their number is not known yet; declare about "
+                          "how many there are (--expected-items D) for a preview")
+        size = args.expected_items
+    elif declared.domain is not None and mechanism.data_kind == "incidence":
+        size = declared.domain.size
+    else:
+        size = declared_size(items, args.file, mechanism.data_kind, args.format, _import_options(args))
+    values = mechanism.validate(None, declared.epsilon, params)
+    return margin_preview(mechanism.data_kind, mechanism.id, declared.epsilon, values, size,
+                          typical_row_length=args.typical_row_length, people=args.people), ""
 
 
 def _warn_if_nothing_matched(release) -> None:
@@ -501,9 +534,15 @@ def cmd_recommend(args) -> int:
                                          cells=cells)
     advice = recommend_for_file(args.file, args.epsilon, items=declaration, bound=args.bound,
                                 typical_row_length=args.typical_row_length, format=args.format,
-                                import_options=_import_options(args))
+                                import_options=_import_options(args), goal=args.goal, margins=not args.no_margins)
+    from .evaluation.preview import margin_preview
+
+    kind = "cells" if advice.situation == "cells" else "incidence"
+    size = advice.declared.get("cells" if kind == "cells" else "items")
+    preview = margin_preview(kind, advice.mechanism, args.epsilon, advice.params, int(size),
+                             typical_row_length=args.typical_row_length, people=args.people)
     if args.json:
-        print(json.dumps(advice.to_json(), ensure_ascii=False))
+        print(json.dumps({**advice.to_json(), "margin_preview": preview.to_json()}, ensure_ascii=False))
         return 0
     shown = " ".join(f"{k}={v}" for k, v in advice.params.items())
     print(f"Recommended: {advice.mechanism}" + (f"  ({shown})" if shown else ""))
@@ -515,6 +554,7 @@ def cmd_recommend(args) -> int:
         for other in advice.alternatives:
             settings = " ".join(f"{k}={v}" for k, v in other.params.items())
             print(f"  - {other.mechanism}" + (f" ({settings})" if settings else "") + f": {other.why}")
+    print(f"Margins of error: {preview.text}")
     options = "".join(f" --bound {v}" if k == "bound" else f" --param {k}={v}" for k, v in advice.params.items())
     print(f"To release it: dpdesk release {args.file} --mechanism {advice.mechanism} --epsilon {args.epsilon:g}"
           f"{options} {'--domains' if cells else '--items'} … --out DIR")
@@ -649,7 +689,7 @@ NO_DISPLAY = """dpdesk: no display found, so the desktop application cannot open
 The same work can be done from the command line. On the sample dataset (its product names are a public
 catalogue, so the release may list them):
   {dpdesk} inspect {sample}
-  {dpdesk} recommend {sample} --epsilon 0.69 --items from-data --items-are-public
+  {dpdesk} recommend {sample} --epsilon 0.69 --items from-data --items-are-public --typical-row-length 4
   {dpdesk} compare {sample} --mechanisms lpa,gs --epsilon 0.1,0.69 --repeats 10 --bound 20 --out results/
   {dpdesk} release {sample} --mechanism gs --epsilon 0.69 --bound 20 --items from-data --items-are-public --out release/
 On your own data, declare the list of items the release may publish with --items (see `dpdesk release --help`).
@@ -736,8 +776,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=_output_folder, help="output folder (required unless --dry-run)")
     p.add_argument("--dry-run", action="store_true",
                    help="check everything declared and show what the release would spend (and, for --items "
-                        "discover, its threshold and what a stand-in expects), without reading the data or "
-                        "spending anything")
+                        "discover, its threshold and what a stand-in expects) and the margin of error each value "
+                        "would get (previewed on a stand-in), without reading the data or spending anything")
     p.add_argument("--formats", default="csv,json", help="release files: csv, json, parquet (default csv,json)")
     p.add_argument("--report", help="public privacy report formats: html, pdf (e.g. html,pdf)")
     p.add_argument("--internal-report", action="store_true", help="also write the internal (not for publication) report")
@@ -775,8 +815,9 @@ def build_parser() -> argparse.ArgumentParser:
     domain.add_argument("--discover-bound", type=int, help="discover, two-step: the most items one person "
                                                            "contributes while finding them (default: chosen, at "
                                                            "most the mechanism's --bound)")
-    facts = p.add_argument_group("discover: declared facts that shape the stand-in planning the discovery "
-                                 "(never read from the data; missing ones are assumed and said to be)")
+    facts = p.add_argument_group("declared facts that shape the stand-ins planning a discovery and previewing the "
+                                 "margins (--dry-run; never read from the data; missing ones are assumed and said "
+                                 "to be)")
     facts.add_argument("--people", type=int, help="about how many people the data holds")
     facts.add_argument("--typical-row-length", dest="typical_row_length", type=float, metavar="L",
                        help="about how many items a typical person holds (default: half of --bound)")
@@ -832,6 +873,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="your own statement of about how many items a typical person holds (optional; not read "
                         "from the data)")
     p.add_argument("--json", action="store_true", help="print one JSON object (mechanism, params, reasons, …)")
+    p.add_argument("--goal", default="all",
+                   help="what matters most: all (every count equally, the default), largest or largest:K (the K "
+                        "largest counts; K = 100 by default), or target:N,R (counts of at least N within ±R%%)")
+    p.add_argument("--no-margins", dest="no_margins", action="store_true",
+                   help="also consider mechanisms that publish no margin of error (ALPA, FPA, GS-R, DPSense, "
+                        "filtered or sampled cell summaries)")
+    p.add_argument("--people", type=int, help="about how many people the data holds (your statement; shapes the "
+                                              "stand-in of the margin preview)")
     domain = p.add_argument_group("declared domain (its size is what the recommendation needs)")
     domain.add_argument("--items", help="the items: a label FILE (one per line, or a .csv with a header), range:D "
                                         "(ids 0..D-1), or from-data (with --items-are-public)")

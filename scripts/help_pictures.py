@@ -537,7 +537,7 @@ def truncation() -> Svg:
 
 
 def margin_of_error() -> Svg:
-    svg = Svg("Margin of error: within ± margin95 of the value without noise, 95% of the time")
+    svg = Svg("Margin of error: the true count is within ± margin95 of the published value, 95 times in 100")
     x0, x1, y = 30, 370, 100
     svg.line(x0, y, x1, y, INK)
     for k in range(0, 11):
@@ -556,7 +556,7 @@ def margin_of_error() -> Svg:
     svg.text(at(published), y - 44, "published 108, margin95 = 5", 10.5, anchor="middle", bold=True)
     svg.circle(at(106), y, 4.5, ORANGE)
     svg.circle(x0 + 4, y + 36, 4.5, ORANGE)
-    svg.text(x0 + 14, y + 40, "value without noise (unknown): inside the margin 95% of the time", 10.5)
+    svg.text(x0 + 14, y + 40, "true count (unknown): inside the margin 95 times in 100", 10.5)
     return svg
 
 

@@ -154,3 +154,31 @@ def test_inspect_names_the_columns_it_took_as_person_and_item(tmp_path):
     for engine in ("memory", "duckdb"):
         result = run("inspect", table, "--engine", engine)
         assert result.returncode == 0 and "person = column 'price', item = column 'name'" in result.stdout
+
+
+def test_a_dry_run_previews_the_margins_and_spends_nothing(tmp_path, data_dir, dpdesk_home):
+    """issue 28: the margin each value will get, shown before anything is read, drawn, spent or written."""
+    from dpdesk.privacy.ledger import Ledger
+
+    out = tmp_path / "release"
+    common = ["release", data_dir / "groceries.csv.gz", "--mechanism", "gs", "--epsilon", "0.69", "--bound", "5",
+              "--items", "from-data", "--items-are-public", "--out", out, "--dry-run", "--people", "9835"]
+    text = run(*common, "--typical-row-length", "4.4")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("Dry run: the release of groceries with gs would spend ε = 0.69; nothing was read")
+    assert "Preview on a stand-in of 9,835 people with about 4.4 of 169 items each" in text.stdout
+    assert "A preview, not the release" in text.stdout
+    as_json = json.loads(run(*common, "--json").stdout)
+    assert as_json["dry_run"] is True and as_json["epsilon"] == 0.69 and as_json["dataset_epsilon_spent"] == 0
+    preview = as_json["margin_preview"]
+    assert preview["preview"] is True and preview["stand_in"]["items"] == 169 and preview["margin95"]["median"] > 0
+    assert not out.exists() and Ledger.open().status("groceries").spent == 0
+    withheld = json.loads(run("release", data_dir / "groceries.csv.gz", "--mechanism", "alpa", "--epsilon", "0.69",
+                              "--items", "range:169", "--out", out, "--dry-run", "--json").stdout)
+    assert withheld["margin_preview"]["withheld"] and "would publish no margin" in withheld["margin_preview"]["text"]
+    refused = run("release", data_dir / "groceries.csv.gz", "--mechanism", "gs", "--epsilon", "0.69",
+                  "--items", "range:169", "--out", out, "--dry-run")  # no bound: refused as a release would be
+    assert refused.returncode == 2 and "bound" in refused.stderr
+    unknown = json.loads(run("release", data_dir / "groceries.csv.gz", "--mechanism", "lpa", "--epsilon", "0.69",
+                             "--bound", "5", "--items", "discover", "--delta", "1e-6", "--dry-run", "--json").stdout)
+    assert unknown["margin_preview"]["preview"] is False  # discovered items: what a stand-in would need is said

@@ -90,6 +90,10 @@ def published(folder) -> dict:
     out["report"] = out["report"].replace("from ±N to ±N", "±N")
     if out["expected_error"]:
         out["expected_error"] = re.sub(r"\d[\d,.]*", "N", json.dumps(out["expected_error"], sort_keys=True))
+    # what the margins cover, or why there are none (issue 28): its figures come from noisy estimates
+    out["publication"] = re.sub(r"-?\d[\d,.]*", "N", json.dumps(metadata.get("publication"), sort_keys=True,
+                                                                 ensure_ascii=False))
+    out["margin estimates"] = sorted(metadata.get("margin_estimates") or {})
     return out
 
 

@@ -98,6 +98,8 @@ class Declared:
     items: int  # d
     bound: int | None = None  # Δ
     typical_row_length: float | None = None  # L
+    target_count: float | None = None  # N of the goal "counts of at least N within ±R%" (goals.py)
+    target_percent: float | None = None  # R
 
 
 FEATURES = {
@@ -109,6 +111,11 @@ FEATURES = {
     "row_length": (lambda f: float(f.typical_row_length), False, True),
     "row_share": (lambda f: f.typical_row_length / f.items, False, True),
     "bound_over_length": (lambda f: f.bound / f.typical_row_length, True, True),
+}
+#: the goal "target"'s own features: N and R as the steward declares them (goals.py)
+TARGET_FEATURES = {
+    "target_count": lambda f: float(f.target_count),
+    "target_percent": lambda f: float(f.target_percent),
 }
 
 SITUATIONS = {
@@ -125,16 +132,18 @@ def situation_of(facts: Declared) -> str:
     return next(name for name, flags in SITUATIONS.items() if flags == (has_bound, has_length))
 
 
-def features_for(situation: str) -> list[str]:
-    """The features a situation's tree may split on."""
+def features_for(situation: str, goal: str = "all") -> list[str]:
+    """The features a situation's tree may split on (for the goal ``target``, also N and R)."""
     has_bound, has_length = SITUATIONS[situation]
     return [name for name, (_, bound, length) in FEATURES.items()
-            if (has_bound or not bound) and (has_length or not length)]
+            if (has_bound or not bound) and (has_length or not length)] + (
+        list(TARGET_FEATURES) if goal == "target" else [])
 
 
-def feature_values(facts: Declared, situation: str | None = None) -> dict[str, float]:
+def feature_values(facts: Declared, situation: str | None = None, goal: str = "all") -> dict[str, float]:
     situation = situation or situation_of(facts)
-    return {name: float(FEATURES[name][0](facts)) for name in features_for(situation)}
+    return {name: float(FEATURES[name][0](facts) if name in FEATURES else TARGET_FEATURES[name](facts))
+            for name in features_for(situation, goal)}
 
 
 def choices_for(situation: str) -> list[str]:
@@ -147,6 +156,18 @@ def choices_for(situation: str) -> list[str]:
         elif has_length:
             names.extend(choice_name(arm.name, ratio) for ratio in BOUND_RATIOS)
     return names
+
+
+def publishes_margins(arm: Arm) -> bool:
+    """Whether the arm's mechanism publishes margins of error (ALPA, FPA, GS-R and DPSense never do: issue 28)."""
+    from ..mechanisms import get
+
+    return bool(getattr(get(arm.mechanism), "margins_published", False))
+
+
+def margin_choices(situation: str) -> list[str]:
+    """The choices of :func:`choices_for` whose mechanism publishes margins of error."""
+    return [name for name in choices_for(situation) if publishes_margins(parse_choice(name)[0])]
 
 
 def is_finite_positive(value) -> bool:

@@ -123,10 +123,12 @@ def summarize(results: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
 
 def run_comparison(data, entries: list[Entry], epsilons: list[float], repeats: int, *, seed: int | None = None,
                    progress: ProgressFn | None = None, cancel: CancelToken | None = None,
-                   on_result=None, raw: bool = False, **metric_options) -> Comparison:
+                   on_result=None, raw: bool = False, metrics=None, **metric_options) -> Comparison:
     """Run every entry at every ε ``repeats`` times; each row has both forms' metrics (module notes).
 
-    ``raw`` says which form to rank by (kept in :attr:`Comparison.raw`); both are always measured."""
+    ``raw`` says which form to rank by (kept in :attr:`Comparison.raw`); both are always measured.
+    ``metrics``: a function (data, published release) → dict of figures measured on each run instead of both
+    forms' :func:`.metrics.evaluate` (the recommendation's learning measures every goal's loss with it)."""
     progress = progress or no_progress
     if not entries:
         raise ParameterError("Choose at least one mechanism to compare.")
@@ -163,10 +165,14 @@ def run_comparison(data, entries: list[Entry], epsilons: list[float], repeats: i
                 started = time.perf_counter()
                 release = publish(mechanism.run(data, prepared, epsilon, params, source), mechanism=mechanism)
                 seconds = time.perf_counter() - started
-                metrics = evaluate(data, release, **metric_options)
-                raw_metrics = evaluate(data, unrounded_release(release), **metric_options)
+                if metrics is not None:
+                    measured = metrics(data, release)
+                else:
+                    measured = evaluate(data, release, **metric_options)
+                    raw_metrics = evaluate(data, unrounded_release(release), **metric_options)
+                    measured.update({RAW_PREFIX + k: v for k, v in raw_metrics.items()})
                 row = {"label": entry.label, "mechanism": entry.mechanism, "epsilon": epsilon, "repeat": r,
-                       **metrics, **{RAW_PREFIX + k: v for k, v in raw_metrics.items()}, "seconds": seconds}
+                       **measured, "seconds": seconds}
                 rows.append(row)
                 if r == 0:
                     examples[(entry.label, epsilon)] = release

@@ -43,10 +43,11 @@ from pathlib import Path
 
 from ..errors import DataError, ParameterError, RecommendationError
 from ..privacy.budget import check_epsilon
-from .arms import (Declared, SITUATIONS, choices_for, feature_values, features_for, parse_choice,
-                   proposed_bound, situation_of)
+from .arms import (Declared, SITUATIONS, choices_for, feature_values, features_for, margin_choices, parse_choice,
+                   proposed_bound, publishes_margins, situation_of)
+from .goals import Goal, parse_goal, rule_goals
 
-RULE_SCHEMA = "dpdesk-recommendation-rule/1"
+RULE_SCHEMA = "dpdesk-recommendation-rule/2"
 KINDS = ("incidence", "cells")
 GEOMETRIC_CELLS = 50_000  # tables up to this size: every cell with its own noise (see _recommend_cells)
 GEOMETRIC_LIMIT = 50_000_000  # the geometric mechanism's default max_cells: above it, not even an alternative
@@ -81,17 +82,20 @@ class Recommendation:
     declared: dict = field(default_factory=dict)  # the public inputs it was computed from
     situation: str = ""  # which of the rule's trees decided (incidence data)
     evidence: dict = field(default_factory=dict)  # training cases in the leaf and hits there
+    goal: Goal = field(default_factory=Goal)  # what the steward cares about
+    margins: bool = True  # whether a margin of error on every value was asked for
 
     @property
     def chosen_how(self) -> str:
         """A sentence for the public report's "how the mechanism was chosen"."""
-        return (f"Recommended by dpdesk from declared facts only ({declared_words(self.declared)}); the data was "
-                "not looked at to choose it.")
+        return (f"Recommended by dpdesk from declared facts only ({declared_words(self.declared)}) for "
+                f"{self.goal.text}; the data was not looked at to choose it.")
 
     def to_json(self) -> dict:
         return {"mechanism": self.mechanism, "params": self.params, "reasons": self.reasons,
                 "alternatives": [a.to_json() for a in self.alternatives], "declared": self.declared,
-                "situation": self.situation, "evidence": self.evidence, "chosen_how": self.chosen_how}
+                "situation": self.situation, "evidence": self.evidence, "chosen_how": self.chosen_how,
+                "goal": self.goal.to_json(), "margins_asked": self.margins}
 
 
 # --- the rule file --------------------------------------------------------------------------------
@@ -128,15 +132,27 @@ def check_rule(rule, where="the rule") -> dict:
 
     if not isinstance(rule, dict) or rule.get("schema") != RULE_SCHEMA:
         bad(f"its schema is not {RULE_SCHEMA}")
-    situations = rule.get("situations")
-    if not isinstance(situations, dict) or set(situations) != set(SITUATIONS):
-        bad("it must have one tree for each of " + ", ".join(SITUATIONS))
-    for name, part in situations.items():
-        if part.get("features") != features_for(name):
-            bad(f"the features of '{name}' differ")
-        if part.get("choices") != choices_for(name):
-            bad(f"the choices of '{name}' differ")
-        _check_node(part.get("tree"), set(part["features"]), set(part["choices"]), bad, name)
+    goals = rule.get("goals")
+    if not isinstance(goals, dict) or set(goals) != set(rule_goals()):
+        bad("it must have trees for each goal: " + ", ".join(rule_goals()))
+    for goal, variants in goals.items():
+        if not isinstance(variants, dict) or set(variants) != {"margins", "any"}:
+            bad(f"the goal '{goal}' must have trees with and without margins required")
+        for variant, situations in variants.items():
+            if not isinstance(situations, dict) or set(situations) != set(SITUATIONS):
+                bad(f"the goal '{goal}' must have one tree for each of " + ", ".join(SITUATIONS))
+            for name, part in situations.items():
+                where_part = f"{goal}/{variant}/{name}"
+                if part.get("features") != features_for(name, goal):
+                    bad(f"the features of '{where_part}' differ")
+                expected = margin_choices(name) if variant == "margins" else choices_for(name)
+                if part.get("choices") != expected:
+                    bad(f"the choices of '{where_part}' differ")
+                if not expected:  # nothing to choose from (margins asked, no bound and no row length declared)
+                    if part.get("tree") is not None:
+                        bad(f"'{where_part}' has a tree but no choices")
+                    continue
+                _check_node(part.get("tree"), set(part["features"]), set(part["choices"]), bad, where_part)
     return rule
 
 
@@ -203,28 +219,43 @@ def _check_facts(kind, epsilon, bound, typical_row_length) -> tuple[float, int |
 # --- the recommendation ------------------------------------------------------------------------
 
 def recommend(kind: str, domain_size: int, epsilon: float, bound: int | None = None,
-              typical_row_length: float | None = None, *, rule: dict | None = None) -> Recommendation:
-    """The recommended mechanism, its parameters and reasons, from declared facts only (module notes)."""
+              typical_row_length: float | None = None, *, goal="all", margins: bool = True,
+              rule: dict | None = None) -> Recommendation:
+    """The recommended mechanism, its parameters and reasons, from declared facts only (module notes).
+
+    ``goal``: what the steward cares about (:mod:`.goals`: ``all``, ``largest[:K]``, ``target:N,R``, or a Goal);
+    ``margins``: the steward wants a margin of error on every value, so a mechanism that never publishes them
+    (ALPA, FPA, GS-R, DPSense, filtered or sampled cell summaries) is not proposed."""
+    goal = parse_goal(goal)
     facts = check_inputs(kind, domain_size, epsilon, bound, typical_row_length)
     if kind == "cells":
-        return _recommend_cells(facts)
+        return _recommend_cells(facts, goal, margins)
+    if goal.kind == "target":
+        facts = Declared(facts.epsilon, facts.items, facts.bound, facts.typical_row_length, goal.count, goal.percent)
     rule = rule if rule is not None else load_rule()
     situation = situation_of(facts)
-    part = rule["situations"][situation]
-    values = feature_values(facts, situation)
+    part = rule["goals"][goal.rule_key]["margins" if margins else "any"][situation]
+    if part["tree"] is None:
+        raise RecommendationError(
+            "Every mechanism that needs no bound Δ publishes no margin of error (ALPA's one average, DPSense's "
+            "scaling hide how far each count is). Declare a bound Δ, or about how many items a typical person holds "
+            "(the recommendation then proposes Δ), to get a mechanism with margins; or ask for one without margins.")
+    values = feature_values(facts, situation, goal.kind if goal.kind == "target" else "all")
     node, path = part["tree"], []
     while "choice" not in node:
         below = values[node["feature"]] < node["threshold"]
         path.append((node["feature"], node["threshold"], below))
         node = node["below"] if below else node["above"]
     mechanism, params, proposed = _choice_settings(node["choice"], facts)
-    reasons = _path_reasons(path, facts) or ["In every situation like yours the same mechanism did best most often."]
+    reasons = [_goal_reason(goal, margins)]
+    reasons += _path_reasons(path, facts) or ["In every situation like yours the same mechanism did best most often."]
     arm, ratio = parse_choice(node["choice"])
     reasons.append(arm.what)
     reasons.extend(_bound_reasons(arm, facts, proposed, ratio))
     if node.get("cases"):
+        within = "5 points of the best share" if goal.kind == "target" else "10% of the lowest error"
         reasons.append(f"In the comparisons the rule was learnt from (public and synthetic datasets), in the "
-                       f"{node['cases']:,} situations like this one it came within 10% of the lowest error "
+                       f"{node['cases']:,} situations like this one it came within {within} for this goal "
                        f"{node['hits']:,} times ({node['hits'] / node['cases']:.0%}).")
     reasons.append("This advice used only what you declared — " + _declared_text(facts) + ". It did not look at "
                    "the data, so it costs no privacy budget.")
@@ -235,7 +266,17 @@ def recommend(kind: str, domain_size: int, epsilon: float, bound: int | None = N
         other, other_params, _ = _choice_settings(choice, facts)
         alternatives.append(Alternative(other, other_params, parse_choice(choice)[0].what, hits, node.get("cases")))
     return Recommendation(mechanism, params, reasons, alternatives, declared=_declared_dict(facts),
-                          situation=situation, evidence={"cases": node.get("cases"), "hits": node.get("hits")})
+                          situation=situation, evidence={"cases": node.get("cases"), "hits": node.get("hits")},
+                          goal=goal, margins=margins)
+
+
+def _goal_reason(goal: Goal, margins: bool) -> str:
+    text = f"You asked for what suits {goal.text}"
+    if goal.kind == "largest" and goal.rule_key != f"largest:{goal.k}":
+        text += f" (the rule was learnt for the {goal.rule_key.split(':')[1]} largest, the nearest it knows)"
+    if margins:
+        return text + ", with a margin of error on every value: mechanisms that never publish one are left out."
+    return text + "; margins of error were not asked for, so every mechanism was considered."
 
 
 def _choice_settings(choice: str, facts: Declared) -> tuple[str, dict, int | None]:
@@ -363,8 +404,10 @@ def filter_threshold(epsilon: float, cells: int, size: int) -> int:
     return max(1, math.ceil(math.log(target) / math.log(alpha)))
 
 
-def _recommend_cells(facts: Declared) -> Recommendation:
-    """Small tables: every cell with its own noise; large ones (mostly empty cells): a two-sided filter.
+def _recommend_cells(facts: Declared, goal: Goal | None = None, margins: bool = True) -> Recommendation:
+    """Small tables: every cell with its own noise; large ones (mostly empty cells): a two-sided filter — unless the
+    steward asks for margins of error: then every cell with its own noise (a filter lists cells selected by their
+    noisy counts and publishes no margin) up to GEOMETRIC_LIMIT cells, and beyond it no mechanism can.
 
     The crossover is set by hand: on tables of UCI Adult over 3 to 7 attributes (m = 1,008 to 907,200
     cells, ε = 0.1 and 1, 3 seeded runs, range and subset queries) the geometric mechanism had the least
@@ -383,6 +426,21 @@ def _recommend_cells(facts: Declared) -> Recommendation:
     filter_what = (f"drops every cell whose noisy count is below θ = {theta} in absolute value; θ comes from ε and "
                    f"the number of cells so that on average at most {round(PASSING_NOISE_SHARE * size):,} empty "
                    "cells pass by noise alone")
+    goal = goal or Goal()
+    if margins and m > GEOMETRIC_CELLS:
+        if m > GEOMETRIC_LIMIT:
+            raise RecommendationError(
+                f"No mechanism publishes a margin of error on every value for a table of {m:,} cells: only the "
+                f"geometric mechanism does (noise on every cell), and it lists at most {GEOMETRIC_LIMIT:,} cells; the "
+                "filters and samples list cells chosen by their noisy counts, which no margin covers. Ask without "
+                "margins (--no-margins) for a summary, or declare fewer attribute values.")
+        return Recommendation(
+            "geometric", {"max_cells": int(m)},
+            [f"You asked for a margin of error on every value ({goal.text}); only the geometric mechanism publishes "
+             "one for cell tables: it adds whole-number noise to every cell, so each value's margin is its noise's.",
+             f"Your table has {m:,} cells, so the release lists every cell whose noisy count is above 0 "
+             "(max_cells is set to the table's size); a filter would list far fewer but publishes no margin.",
+             by_hand, privacy], [], declared=declared, situation="cells", goal=goal, margins=margins)
     sample = Alternative("filter-priority", {"threshold": theta, "size": size},
                          f"Filter-priority {filter_what}, then keeps a priority sample of at most {size:,} cells with "
                          "unbiased weights: an output of fixed size.")
@@ -395,8 +453,8 @@ def _recommend_cells(facts: Declared) -> Recommendation:
              "count is above 0; published raw, every cell's value and any sum of cells are unbiased.",
              by_hand, privacy],
             [Alternative("filter2", {"threshold": theta},
-                         f"Filter2 {filter_what}: a smaller output, better if most cells are empty."), sample],
-            declared=declared, situation="cells")
+                         f"Filter2 {filter_what}: a smaller output, better if most cells are empty."), sample]
+            if not margins else [], declared=declared, situation="cells", goal=goal, margins=margins)
     return Recommendation(
         "filter2", {"threshold": theta},
         [f"Your table has {m:,} cells (more than {GEOMETRIC_CELLS:,}): in a table this large most cells are "
@@ -405,7 +463,7 @@ def _recommend_cells(facts: Declared) -> Recommendation:
          "fraction of the table.", by_hand, privacy],
         [sample] + ([Alternative("geometric", {}, "Every cell with its own noise: unbiased, but the output lists all "
                                  f"{m:,} cells.")] if m <= GEOMETRIC_LIMIT else []),
-        declared=declared, situation="cells")
+        declared=declared, situation="cells", goal=goal, margins=margins)
 
 
 # --- from a file and a declaration (the command line) ---------------------------------------------
@@ -478,7 +536,7 @@ def declared_size(declaration, path, kind: str, format: str = "auto", import_opt
 
 
 def recommend_for_file(path, epsilon, *, items=None, bound=None, typical_row_length=None, format: str = "auto",
-                       import_options: dict | None = None) -> Recommendation:
+                       import_options: dict | None = None, goal="all", margins: bool = True) -> Recommendation:
     """:func:`recommend` for a data file: its kind from the format, its size from the declaration ``items``
     (a :class:`~dpdesk.data.domain.DomainDeclaration`). Inputs are checked before any label is read."""
     if not Path(path).is_file():
@@ -486,8 +544,9 @@ def recommend_for_file(path, epsilon, *, items=None, bound=None, typical_row_len
     _check_facts("incidence", epsilon, bound, typical_row_length)  # ε, Δ and L well formed, before any reading
     kind = kind_of_file(path, format, import_options)
     _check_facts(kind, epsilon, bound, typical_row_length)  # Δ and L only for incidence data
+    goal = parse_goal(goal)  # a misspelt goal is refused before any label is read
     size = declared_size(items, path, kind, format, import_options)
-    return recommend(kind, size, epsilon, bound, typical_row_length)
+    return recommend(kind, size, epsilon, bound, typical_row_length, goal=goal, margins=margins)
 
 
 __all__ = ["Alternative", "Recommendation", "check_inputs", "check_rule", "load_rule", "recommend",

@@ -461,10 +461,12 @@ class ReleasePage(QWidget):
                 self.progress.setValue(0)
             return
         published = (release.report.get("publication") or {}).get("form", "")
+        withheld = (release.report.get("publication") or {}).get("margin_withheld", "")
         self.status.setText(f"Released with {registry.get(release.mechanism).name} at ε = {release.epsilon:.4g}, "
                             "with secure randomness from the operating system; recorded in the budget ledger as "
                             f"{release_in_words(release)}"
-                            + (f"; published as {published}, each with its margin of error" if published else "")
+                            + (f"; published as {published}, " + ("each with its margin of error" if release.margin95
+                               is not None else "with no margin of error: " + withheld) if published else "")
                             + ". Check the preview, then export.")
         margins = [release.margin95] if release.margin95 is not None else []
         margin_header = ["± margin (95%)"] if margins else []

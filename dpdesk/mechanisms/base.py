@@ -210,9 +210,15 @@ class Release:
     data: object = field(default=None, repr=False, compare=False)
     #: set by the mechanism: the 95% half-width of the noise on each value it returns (one
     #: number, or one per value or cell), from public inputs only (ε, declared settings, scales
-    #: and sizes the release publishes anyway); :mod:`dpdesk.mechanisms.publish` turns it into
-    #: the published ``margin95`` column
+    #: and sizes the release publishes anyway): the noise's part of ``error_margin``
     noise_margin: object = field(default=None, repr=False, compare=False)
+    #: set by the mechanism: the 95% half-width of each value's TOTAL error against the item's true
+    #: count (noise and the mechanism's bias), from private values and declared facts only
+    #: (dpdesk.mechanisms.margins); :mod:`dpdesk.mechanisms.publish` turns it into ``margin95``
+    error_margin: object = field(default=None, repr=False, compare=False)
+    #: set by the mechanism instead of ``error_margin`` when no private value bounds its bias: why
+    #: (a clause the report's first page quotes after "No margin of error is published: ")
+    margin_withheld: str = field(default="", repr=False, compare=False)
     #: the published margins of error, one per published value (set by ``publish``)
     margin95: np.ndarray | None = None
     #: after ``publish`` with whole numbers: the mechanism's own (unbiased) values, their cells
@@ -253,7 +259,8 @@ class Release:
         if self.margin95 is not None:
             record["margin95"] = np.asarray(self.margin95).tolist()
         if self.unrounded is not None:
-            unrounded = {"margin95": np.asarray(self.unrounded["margin95"]).tolist()}
+            margins = self.unrounded["margin95"]
+            unrounded = {"margin95": None if margins is None else np.asarray(margins).tolist()}
             if self.unrounded.get("values") is not None:
                 unrounded["values"] = np.asarray(self.unrounded["values"]).tolist()
             if self.unrounded.get("cells") is not None:
@@ -280,7 +287,8 @@ class Release:
             release.margin95 = _numbers(record["margin95"])
         if "unrounded" in record:
             unrounded = record["unrounded"]
-            release.unrounded = {"margin95": _numbers(unrounded["margin95"]),
+            margins = unrounded["margin95"]
+            release.unrounded = {"margin95": None if margins is None else _numbers(margins),
                                  "values": _numbers(unrounded["values"]) if "values" in unrounded else None,
                                  "cells": _cells_from_record(unrounded["cells"]) if "cells" in unrounded else None}
         return release
@@ -429,10 +437,6 @@ class Mechanism:
         return ()
 
     # -- publication (dpdesk.mechanisms.publish) ---------------------------------------
-    #: whether what each value estimates without noise is a whole number (a count, not an
-    #: average): then rounding the value to a whole number adds nothing to its margin of error
-    estimates_whole_numbers: bool = True
-
     def whole_values(self, values: np.ndarray) -> np.ndarray:
         """The values as published whole numbers ≥ 0: rounded half up, negatives set to 0.
 
@@ -449,12 +453,33 @@ class Mechanism:
         """Sentences on how the published figures hang together (e.g. a group's shared value)."""
         return ()
 
-    def margin_notes(self, params: dict) -> tuple[str, ...]:
-        """What the margins of error leave out: the part of the error that depends on the data."""
-        if params.get("bound") is not None:
-            return ("People with more than Δ items kept a random Δ of them before counting, which lowers some "
-                    "counts by an amount that depends on the data.",)
-        return ()
+    #: whether the mechanism publishes margins of error that cover its total error (dpdesk.mechanisms.margins;
+    #: it may still withhold them in a release, saying why). False for mechanisms that never can — and the
+    #: default, so that a new mechanism is not recommended to a steward who asks for margins before it states them
+    margins_published: bool = False
+
+    def margin_covers(self, params: dict) -> str:
+        """What each margin covers, completing "The margin covers …" (the report's first page quotes it)."""
+        return "the noise" + cut_words(params, estimated=True)
+
+    def margin_pull(self, params: dict, estimates: dict) -> str:
+        """For shared averages: a sentence on how far large counts are pulled towards their group's average
+        (from the release's own private estimates), or ""."""
+        return ""
+
+
+def cut_words(params: dict, *, estimated: bool) -> str:
+    """", and the counts lost when people with more than Δ = 5 items kept 5 of them …" for the margins' wording."""
+    bound = params.get("bound")
+    if bound is None:
+        return ""
+    items = "item" if bound == 1 else "items"
+    if params.get("bound_holds"):
+        return (f"; nothing for a cut to Δ = {bound:,} {items} per person, as the data steward declared that no one "
+                "holds more")
+    kept = "one" if bound == 1 else f"a random {bound:,}"
+    return (f" and the counts lost when people with more than Δ = {bound:,} {items} kept {kept} of them"
+            + (" (estimated privately)" if estimated else ""))
 
 
 def counts_error(scale: float, count: int, *, clamped: bool = False, discrete: bool = True) -> dict:

@@ -33,6 +33,7 @@ from ..privacy.budget import BudgetSplit
 from ..privacy.noise import MAX_SCALE, add_discrete_laplace, discrete_laplace
 from . import register
 from .base import BOUND, EVERY_COUNT, NO_BOUND, Mechanism, Param, Release, counts_error
+from .margins import BOUND_HOLDS, MARGIN_SHARE_PARAM, count_margins, margin_budget
 from .publish import discrete_laplace_margin, round_up
 
 CLAMP = Param("clamp", "bool", False, label="Set negative counts to 0",
@@ -41,6 +42,12 @@ CLAMP = Param("clamp", "bool", False, label="Set negative counts to 0",
               reference="post-processing (Dwork & Roth Prop. 2.1)")
 
 BASELINES = "Baselines (Dwork et al. 2006; DPSense §3)"
+#: why LPA after a one-pass discovery publishes no margin of error (dpdesk.mechanisms.publish)
+ONE_PASS_NO_MARGIN = ("the items were listed because their noisy counts passed a threshold, so a listed count near it "
+                      "tends to be too high by an amount no private value bounds, and all of ε went into these counts")
+#: why ALPA publishes no margin of error (dpdesk.mechanisms.publish)
+NO_MARGIN = ("every item gets the same average, and nothing the release computes privately tells how far an item's "
+             "own count is from it")
 
 
 def check_noise_scale(scale: float, what: str) -> None:
@@ -65,19 +72,27 @@ class LPA(Mechanism):
     reference = "GS §2.1, Theorem 1"
     summary = "Truncates each person to Δ items and adds noise of scale Δ/ε to every count."
     order = 10
+    margins_published = True  # dpdesk.mechanisms.margins
     params = (
         BOUND,
         Param("noise", "choice", "geometric", label="Noise", choices=("geometric", "laplace"),
               help="geometric: whole-number noise (exact discrete Laplace); laplace: Laplace noise on a "
                    "fine power-of-two grid. Both are ε-DP with the same scale Δ/ε.", reference="GS Theorem 1"),
         CLAMP,
+        MARGIN_SHARE_PARAM,
+        BOUND_HOLDS,
     )
 
     def check(self, data, epsilon, params):
         """From Δ and ε only (the laplace variant's grid keeps its scale near 2²⁰ grid steps)."""
         if params["noise"] == "geometric":
-            check_noise_scale(params["bound"] / epsilon, f"Δ = {params['bound']}")
+            check_noise_scale(params["bound"] / self.counts_epsilon(epsilon, params), f"Δ = {params['bound']}")
         return params
+
+    @staticmethod
+    def counts_epsilon(epsilon: float, params: dict) -> float:
+        """The ε of the noisy counts: ε less the margins' loss estimate (when there is one)."""
+        return epsilon - sum(margin_budget(epsilon, params, ("loss",)).values())
 
     def prepare_key(self, epsilon, params):
         return (params["bound"],)
@@ -86,34 +101,45 @@ class LPA(Mechanism):
         return prepare_bound(data, params["bound"])
 
     def run(self, data, prepared, epsilon, params, source):
+        """Noisy counts with ε_c = ε − ε_L, then (unless Δ is declared to hold or no share is spent) the loss
+        estimate with ε_L for the margins (dpdesk.mechanisms.margins)."""
         bound = params["bound"]
         counts = bounded_counts(data, prepared, source)
-        scale = bound / epsilon
-        budget = BudgetSplit.single(epsilon, "noisy counts", f"noise of scale Δ/ε = {scale:.6g} on every count")
-        internal = {"rows_truncated": prepared.rows_cut}
+        counts_epsilon = self.counts_epsilon(epsilon, params)
+        scale = bound / counts_epsilon
+        budget = BudgetSplit(epsilon).add("noisy counts", counts_epsilon,
+                                          f"noise of scale Δ/ε_c = {scale:.6g} on every count, where ε_c = "
+                                          f"{counts_epsilon:.6g} is this step's ε")
         if params["noise"] == "geometric":
-            noisy = add_discrete_laplace(counts, scale, source)
-            return self.release_noisy_counts(data, epsilon, params, noisy, budget, source, internal)
-        gamma = laplace_grid(scale)
-        noise = discrete_laplace(source, scale / gamma, counts.size).astype(np.float64) * gamma  # exact multiples
-        values = counts.astype(np.float64) + noise
+            values = add_discrete_laplace(counts, scale, source).astype(np.float64)
+            margin = discrete_laplace_margin(scale)
+        else:
+            gamma = laplace_grid(scale)
+            noise = discrete_laplace(source, scale / gamma, counts.size).astype(np.float64) * gamma  # exact multiples
+            values = counts.astype(np.float64) + noise
+            margin = discrete_laplace_margin(scale / gamma) * gamma
         if params["clamp"]:
             values = np.maximum(values, 0.0)
-        return self.new_release(data, epsilon, params, budget, source, values=values, internal=internal,
-                                noise_margin=discrete_laplace_margin(scale / gamma) * gamma)
+        margins = count_margins(data, prepared, values, margin, epsilon, params, budget, source)
+        return margins.attach(self.new_release(data, epsilon, params, budget, source, values=values,
+                                               internal={"rows_truncated": prepared.rows_cut}, noise_margin=margin,
+                                               **margins.fields()))
 
     def release_noisy_counts(self, data, epsilon, params, noisy, budget, source, internal) -> "Release":
-        """LPA's release of counts that already carry discrete Laplace noise of scale Δ/ε (its whole-number
-        noise): from :meth:`run`, and from the one-pass discovery, whose threshold chose the items by
-        these very counts (:func:`dpdesk.mechanisms.discovery.stability_histogram`)."""
+        """LPA's release of counts that already carry discrete Laplace noise of scale Δ/ε from the one-pass
+        discovery, whose threshold chose the items by these very counts
+        (:func:`dpdesk.mechanisms.discovery.stability_histogram`). It publishes no margin: an item listed because
+        its noisy count passed the threshold tends to be too high by an amount no private value bounds, and all of ε
+        went into the counts (none is left to estimate the cut to Δ)."""
         values = np.asarray(noisy, dtype=np.float64)
         if params["clamp"]:
             values = np.maximum(values, 0.0)
         return self.new_release(data, epsilon, params, budget, source, values=values, internal=internal,
-                                noise_margin=discrete_laplace_margin(params["bound"] / epsilon))
+                                noise_margin=discrete_laplace_margin(params["bound"] / epsilon),
+                                margin_withheld=ONE_PASS_NO_MARGIN)
 
     def expected_error(self, epsilon, params, facts):
-        return counts_error(params["bound"] / epsilon, facts.get("number of items (d)", 0),
+        return counts_error(params["bound"] / self.counts_epsilon(epsilon, params), facts.get("number of items (d)", 0),
                             clamped=params["clamp"], discrete=params["noise"] == "geometric")
 
 
@@ -168,9 +194,8 @@ class ALPA(Mechanism):
                                     f"noise of scale {total_sensitivity / epsilon:.6g} on the total, divided by d")
         return self.new_release(data, epsilon, params, budget, source, values=np.full(d, average),
                                 internal={"rows_truncated": rows_cut},
-                                noise_margin=discrete_laplace_margin(total_sensitivity / epsilon, d))
-
-    estimates_whole_numbers = False  # the average of the counts
+                                noise_margin=discrete_laplace_margin(total_sensitivity / epsilon, d),
+                                margin_withheld=NO_MARGIN)
 
     #: what the columns of the release files hold (dpdesk.report.export.column_meanings): not item counts
     column_meanings = {
@@ -182,9 +207,6 @@ class ALPA(Mechanism):
         return ("Every item has the same published value: one noisy average of all the items' counts, not each "
                 "item's own count" + (", rounded once." if whole else "."),)
 
-    def margin_notes(self, params):
-        return ("Each item's count differs from the average by an amount that depends on the data: the margin is "
-                "that of the noisy average.", *super().margin_notes(params))
 
     def expected_error(self, epsilon, params, facts):
         d = facts.get("number of items (d)", 1) or 1

@@ -42,6 +42,7 @@ from ..privacy.noise import add_discrete_laplace, discrete_laplace_quantile
 from . import register
 from .base import BOUND, EVERY_COUNT, Mechanism, Param
 from .counts import CLAMP, check_noise_scale
+from .margins import BOUND_HOLDS, MARGIN_SHARE_PARAM, count_margins, margin_budget
 from .publish import discrete_laplace_margin
 
 import dataclasses
@@ -104,6 +105,7 @@ class DIFF(Mechanism):
     reference = "§6, Eq. 7–10"
     summary = "Gives each item its own noise scale, proportional to a public weight you supply."
     order = 60
+    margins_published = True  # dpdesk.mechanisms.margins
     params = (
         Param("index", "file", None, label="Query index",
               help="'uniform' (the same scale for every item) or a CSV file of item,weight lines: a larger "
@@ -114,7 +116,14 @@ class DIFF(Mechanism):
             "Optional. With it, each person is truncated to Δ items and the scales shrink (α from the Δ "
             "largest 1/γ); without it DIFF assumes a person may have every item.")),
         CLAMP,
+        MARGIN_SHARE_PARAM,
+        BOUND_HOLDS,
     )
+
+    @staticmethod
+    def counts_epsilon(epsilon: float, params: dict) -> float:
+        """The ε of the noisy counts: ε less the margins' loss estimate (when Δ is declared and may cut)."""
+        return epsilon - sum(margin_budget(epsilon, params, ("loss",)).values())
 
     def check(self, data, epsilon, params):
         """From the declared item list, the index, Δ and ε only: works on a domain without data."""
@@ -126,7 +135,7 @@ class DIFF(Mechanism):
     def noise_summary(self, domain, epsilon: float, params: dict) -> dict:
         """α and the smallest and largest λ_i over the declared item list (published)."""
         gamma = read_index(params["index"], domain.item_labels)
-        alpha = diff_alpha(epsilon, gamma, params["bound"]) if gamma.size else 0.0
+        alpha = diff_alpha(self.counts_epsilon(epsilon, params), gamma, params["bound"]) if gamma.size else 0.0
         scales = alpha * gamma
         return {"alpha": alpha, "smallest": float(scales.min()) if scales.size else 0.0,
                 "largest": float(scales.max()) if scales.size else 0.0}
@@ -145,15 +154,19 @@ class DIFF(Mechanism):
             counts, rows_cut = data.column_counts, 0
         else:
             counts, rows_cut = bounded_counts(data, bounded, source), bounded.rows_cut
-        alpha = diff_alpha(epsilon, gamma, params["bound"])
+        counts_epsilon = self.counts_epsilon(epsilon, params)
+        alpha = diff_alpha(counts_epsilon, gamma, params["bound"])
         scales = alpha * gamma
         values = add_discrete_laplace(counts, scales, source).astype(np.float64)
         if params["clamp"]:
             values = np.maximum(values, 0.0)
-        budget = BudgetSplit.single(epsilon, "indexed noisy counts",
-                                    f"item i gets noise of scale α·γ_i with α = {alpha:.6g}")
-        release = self.new_release(data, epsilon, params, budget, source, values=values,
-                                   internal={"rows_truncated": rows_cut}, noise_margin=discrete_laplace_margin(scales))
+        budget = BudgetSplit(epsilon).add("indexed noisy counts", counts_epsilon,
+                                          f"item i gets noise of scale α·γ_i with α = {alpha:.6g}")
+        noise = discrete_laplace_margin(scales)
+        margins = count_margins(data, bounded, values, noise, epsilon, params, budget, source)
+        release = margins.attach(self.new_release(data, epsilon, params, budget, source, values=values,
+                                                  internal={"rows_truncated": rows_cut}, noise_margin=noise,
+                                                  **margins.fields()))
         release.report["noise_scales"] = {"alpha": alpha, "smallest": float(scales.min()),
                                           "largest": float(scales.max())}  # = noise_summary: declared list
         return release
@@ -169,9 +182,9 @@ class DIFF(Mechanism):
         if index.strip().lower() != "uniform" or not d:
             return {"text": "Item i's noise has scale α·γ_i; 95% of its errors lie within ±3·α·γ_i (its margin95)."}
         bound = params["bound"] if params["bound"] is not None else d
-        scale = min(bound, d) / epsilon
+        scale = min(bound, d) / self.counts_epsilon(epsilon, params)
         z95 = discrete_laplace_quantile(scale, 0.95)
-        mta = float(minimum_true_answer(epsilon, 0.05, 0.1, sensitivity=min(bound, d))[0])
+        mta = float(minimum_true_answer(self.counts_epsilon(epsilon, params), 0.05, 0.1, sensitivity=min(bound, d))[0])
         return {"noise_scale": scale, "within_95": z95, "text":
                 f"95% of counts lie within ±{z95:,.0f} of the count without noise; counts of at least {mta:,.0f} "
                 f"are within 10% of it 95% of the time (Shoaran Eq. 6)."}

@@ -146,6 +146,10 @@ from .base import NO_BOUND, Diagnostic, Mechanism, Param, counts_error
 from .publish import discrete_laplace_margin
 
 FAMILY = "Sensitivity control (Day & Li, DPSense)"
+#: why DPSense publishes no margin of error (dpdesk.mechanisms.publish; issue 28)
+NO_MARGIN = ("scaling the rows of people with more than θ* items down to θ* lowers each count by a share that depends "
+             "on who holds the item, and among the many small counts the noise pushes up, the release cannot tell "
+             "which of the large values lost the most")
 PAPER = "Day & Li, Differentially Private Publishing of High-dimensional Data Using Sensitivity Control (DPSense)"
 
 MAX_GRID_NOISE = 2.0**48  # largest noise scale in grid units we ask of the sampler (limit 2^50)
@@ -692,7 +696,7 @@ class _SensitivityControl(Mechanism):
                                                  "every non-zero cell was counted as 1")
         margin = discrete_laplace_margin(noise_units, grid * layout.value_grid) * (alpha if self.scales_counts else 1.0)
         release = self.new_release(data, epsilon, params, budget, source, values=values, diagnostics=diagnostics,
-                                   internal=internal, noise_margin=margin)
+                                   internal=internal, noise_margin=margin, margin_withheld=NO_MARGIN)
         release.report["selection"] = {
             "form": self.form_text(params), "quality_sensitivity": prepared.sensitivity,
             "candidates": prepared.sampler.n, "theta": theta, **({"alpha": alpha} if self.scales_counts else {})}
@@ -704,13 +708,6 @@ class _SensitivityControl(Mechanism):
                                                                        if self.scales_counts else "."))
         release.report["expected_error"] = expected
         return release
-
-    estimates_whole_numbers = False  # normalised counts
-
-    def margin_notes(self, params):
-        return ("Rows of people with more than θ* items were scaled down to θ*, which lowers counts by an amount "
-                "that depends on the data" + (" (the factor α* partly corrects it)" if self.scales_counts else "")
-                + ".",)
 
     def form_text(self, params) -> str:
         if params.get("selection_form") == "one-directional":

@@ -357,7 +357,8 @@ class _Fourier(Mechanism):
             spectrum = np.fft.rfft(counts.astype(np.float64))
             internal["reconstruction_mae"] = float(np.abs(reconstruct(spectrum[:rho], d) - counts).mean())
         release = self.new_release(data, epsilon, params, budget, source, values=values, diagnostics=diagnostics,
-                                   internal=internal, noise_margin=LAPLACE_95_PER_SD * float(noise_rms(d, rho, scale)))
+                                   internal=internal, noise_margin=LAPLACE_95_PER_SD * float(noise_rms(d, rho, scale)),
+                                   margin_withheld=self.no_margin)
         release.report["noise"] = {"kept_coefficients": rho, "sensitivity": sensitivity, "grid": gamma,
                                    "scale": scale, "transform": self.transform_text}
         return release
@@ -391,13 +392,9 @@ class _Fourier(Mechanism):
         return ("The counts are the inverse Fourier transform of the noisy kept coefficients (post-processing).",
                 "People with more than Δ items keep a random Δ of them before anything is counted.")
 
-    estimates_whole_numbers = False  # the counts rebuilt from ρ coefficients
-
-    def margin_notes(self, params):
-        return ("The noise on a count is a sum of Laplace terms, one per kept coefficient; the margin is the 95% "
-                "range of one Laplace variable with the same standard deviation, which is at least as wide.",
-                "Keeping only the first ρ coefficients blurs the counts by an amount that depends on the data.",
-                *super().margin_notes(params))
+    #: why FPA publishes no margin of error (dpdesk.mechanisms.publish)
+    no_margin = ("keeping only the first ρ Fourier coefficients spreads every count over its neighbours in the "
+                 "item list, and nothing the release computes privately tells by how much a given item was moved")
 
 
 @register

@@ -145,8 +145,10 @@ from ..privacy.budget import BudgetSplit
 from ..privacy.noise import add_discrete_laplace, discrete_laplace_variance
 from ..privacy.randomness import RandomSource
 from . import register
-from .base import BOUND, SHARED_NOISE, Diagnostic, Mechanism, Param
+from .base import BOUND, SHARED_NOISE, Diagnostic, Mechanism, Param, cut_words
 from .counts import CLAMP
+from .margins import (BOUND_HOLDS, MARGIN_SHARE_PARAM, NO_SHARE, SPREAD_STEP, Margins, count_margins, estimate_spread,
+                      margin_budget, needs_loss, spread_margin, spread_step_text, spread_weights, unlocated)
 from .publish import discrete_laplace_margin, round_up
 
 FAMILY = "Grouping and smoothing (Kellaris & Papadopoulos)"
@@ -549,6 +551,10 @@ def _average_noise_error(scale: float, what: str, w: int) -> dict:
             "on the data."}
 
 
+#: why GS-R publishes no margin of error (dpdesk.mechanisms.publish)
+NO_MARGIN_RANDOM = ("the groups are random, so a group can hold one large count among small ones, and nothing the "
+                    "release computes privately tells which of its items is the large one")
+
 DIAGNOSTICS = Param(
     "diagnostics", "bool", True, label="Compute plot data",
     help="Also compute the numbers behind the plots (error curves, ordering quality; some use the true data and "
@@ -599,15 +605,19 @@ class _Grouping(Mechanism):
     def finish(self, data, epsilon, params, budget, source, values, prepared, **fields):
         if params["clamp"]:
             values = np.maximum(values, 0.0)
+        if not fields.get("margin_withheld") and fields.get("error_margin") is None and "margins" not in fields:
+            fields["error_margin"] = fields["noise_margin"]  # groups of one item, no cut: the noise is all
+        margins = fields.pop("margins", None)
+        if margins is not None:
+            fields.update(margins.fields())
         internal = {"rows_truncated": prepared.bounded.rows_cut}
         internal.update(fields.pop("internal", {}))
-        return self.new_release(data, epsilon, params, budget, source, values=values, internal=internal, **fields)
+        release = self.new_release(data, epsilon, params, budget, source, values=values, internal=internal, **fields)
+        return margins.attach(release) if margins is not None else release
 
     def report_notes(self, params):
         return ("Items in the same group get the same published value: the group's noisy average.",
                 "People with more than Δ items keep a random Δ of them before anything is counted.")
-
-    estimates_whole_numbers = False  # a group's average count
 
     #: what the columns of the release files hold (dpdesk.report.export.column_meanings): group averages
     column_meanings = {
@@ -621,10 +631,28 @@ class _Grouping(Mechanism):
         return ("Items of the same group share one published value: their group's noisy average, rounded once, "
                 "so the published figures of a group stay equal.",)
 
-    def margin_notes(self, params):
-        return ("Each item's count also differs from its group's average (the smoothing error) by an amount that "
-                "depends on the data: the margin is that of the group's noisy average.",
-                *super().margin_notes(params))
+    def margin_covers(self, params):
+        cut = cut_words(params, estimated=False)
+        if cut.startswith(" and"):
+            return ("the noise on the group's average, the item's distance from that average" + cut.replace(" and", ",", 1)
+                    .replace(", the counts", " and the counts", 1) + ", the last two estimated privately")
+        return "the noise on the group's average and the item's distance from that average (estimated privately)" + cut
+
+    def margin_pull(self, params, estimates):
+        """How far the largest values are pulled towards their group's average, from the spread estimate."""
+        smoothing = (estimates or {}).get("smoothing") or {}
+        spread, windows = smoothing.get("smoothing_error_by_window"), smoothing.get("first_window")
+        if not spread or not windows:
+            return ""
+        items, average = windows["items"], max(float(spread[0]), 0.0) / max(int(windows["items"]), 1)
+        text = (f"Large counts are pulled towards their group's average: among the {items:,} largest values, the true "
+                f"counts are about {average:,.0f} away from the published ones on average for that reason alone (the "
+                "largest of a group above, the smallest below), by this release's own private estimate.")
+        truncation = (estimates or {}).get("truncation") or {}
+        if truncation.get("lost_share", 0.0) >= 0.005:  # (a cut of less than 0.5% is not worth a sentence)
+            text += (f" The cut to Δ = {items_text(params['bound'])} per person also lowered the counts, by about "
+                     f"{truncation['lost_share']:.0%} on the whole.")
+        return text
 
 
 @register
@@ -648,7 +676,8 @@ class GSR(_Grouping):
                                     "this step's ε")
         return self.finish(data, epsilon, params, budget, source, values, prepared,
                            internal={"smoothing_l1": smoothing_l1(counts, order, w)},
-                           noise_margin=group_noise_margin(order, bounds, 1.0 / epsilon))
+                           noise_margin=group_noise_margin(order, bounds, 1.0 / epsilon),
+                           margin_withheld=NO_MARGIN_RANDOM)
 
     def public_facts(self, data, params):
         facts = super().public_facts(data, params)
@@ -662,6 +691,8 @@ class GSR(_Grouping):
 
 class _SampledGrouping(_Grouping):
     """GS-S and GS: the grouping comes from a noisy sample t_s that spends ε/2."""
+
+    margins_published = True  # dpdesk.mechanisms.margins
 
     sampling = "column"
 
@@ -677,6 +708,44 @@ class _SampledGrouping(_Grouping):
             info = {}
         noisy = add_discrete_laplace(sample, 2.0 / epsilon, source)
         return counts, sample, noisy, info
+
+    @staticmethod
+    def margin_shares(epsilon: float, params: dict, w: int | None = None, located: bool = True) -> dict[str, float]:
+        """The ε of the margins' estimates, taken from the averages' half: the spread (groups of more than one
+        item) and the loss (Δ may cut). With groups of one item (w = 1: no smoothing error) the spread's share goes
+        to the loss estimate when there is one. None when the noisy sample cannot locate the large counts
+        (``located`` False, :func:`.margins.unlocated`): no margin is published and nothing is set aside."""
+        if not located:
+            return {}
+        shares = margin_budget(epsilon, params, ("spread", "loss"))
+        if w == 1 and "spread" in shares:
+            spare = shares.pop("spread")
+            if "loss" in shares:
+                shares["loss"] += spare
+        return shares
+
+    def grouped_margins(self, data, prepared, counts, values, order, bounds, noise, shares, budget, params,
+                        source, sample, sample_scale) -> Margins:
+        """The margins of a grouped release: the spread step (groups of more than one item), then the loss step
+        (when Δ may cut), both with windows over the groups in the order of t_s (dpdesk.mechanisms.margins)."""
+        grouped = int(np.diff(bounds).max()) > 1
+        reason = unlocated(sample, sample_scale)
+        if reason:
+            return Margins(withheld=reason)
+        if (grouped or needs_loss(params)) and not shares:
+            return Margins(withheld=NO_SHARE)
+        spread_part, report = 0.0, {}
+        if grouped:
+            bound = self.effective_bound(params["bound"], data.n_items)
+            weights = spread_weights(values, order, bounds, sample, sample_scale)
+            estimate = estimate_spread(counts, order, bounds, bound, weights, shares["spread"], source)
+            budget.add(SPREAD_STEP, shares["spread"], spread_step_text(estimate, bound, params["bound"]))
+            spread_part = spread_margin(estimate)
+            report["smoothing"] = estimate.to_report()
+        margins = count_margins(data, prepared.bounded, values, noise, budget.total, params, budget, source,
+                                order=order, bounds=bounds, spread=spread_part, loss_epsilon=shares.get("loss"))
+        margins.report = {**report, **margins.report}
+        return margins
 
     def sample_step(self, epsilon, params, d):
         """The noisy sample's budget row, worded in its own ε_s = ε/2 (not the release's ε, which a discovery
@@ -701,28 +770,43 @@ class _SampledGrouping(_Grouping):
 
 class _GSS(_SampledGrouping):
     reference = "GS §3.2, Fig. 4, Theorems 4–5"
-    params = (BOUND, DIAGNOSTICS, CLAMP)
+    params = (BOUND, DIAGNOSTICS, CLAMP, MARGIN_SHARE_PARAM, BOUND_HOLDS)
 
     def run(self, data, prepared, epsilon, params, source):
         d = data.n_items
         w = self.effective_bound(params["bound"], d)
         counts, sample, noisy, info = self.noisy_sample(data, prepared, epsilon, params, source)
+        located = not unlocated(noisy, 2.0 / epsilon)
+        shares = self.margin_shares(epsilon, params, w, located)
+        averages = self.averages_epsilon(epsilon, params, w, located)
         order = noisy_order(noisy, source)
-        values, bounds = release_grouped(counts, order, w, 2.0 / epsilon, source)
+        values, bounds = release_grouped(counts, order, w, 1.0 / averages, source)
         budget = BudgetSplit(epsilon).add(*self.sample_step(epsilon, params, d)).add(
-            "noisy group averages", epsilon / 2,
+            "noisy group averages", averages,
             f"groups of {self.group_words(w, params['bound'])} in the order of the noisy sample t_s; noise of "
-            f"scale 1/ε_g = {2 / epsilon:.6g} on each average, where ε_g = {epsilon / 2:.6g} is this step's ε")
+            f"scale 1/ε_g = {1 / averages:.6g} on each average, where ε_g = {averages:.6g} is this step's ε")
+        noise = group_noise_margin(order, bounds, 1.0 / averages)
+        margins = self.grouped_margins(data, prepared, counts, values, order, bounds, noise, shares, budget, params,
+                                       source, noisy, 2.0 / epsilon)
         diagnostics = {}
         if params["diagnostics"]:
             diagnostics["ordering"] = ordering_diagnostic(noisy, counts, order, w)
             info["smoothing_l1"] = smoothing_l1(counts, order, w)
-        return self.finish(data, epsilon, params, budget, source, values, prepared, diagnostics=diagnostics,
-                           internal=info, noise_margin=group_noise_margin(order, bounds, 2.0 / epsilon))
+        release = self.finish(data, epsilon, params, budget, source, values, prepared, diagnostics=diagnostics,
+                              internal=info, noise_margin=noise, margins=margins)
+        # the averages' ε as it ran (an unlocated sample sets nothing aside for margins)
+        release.report["expected_error"] = _average_noise_error(
+            1.0 / averages, f"1/ε_g, where ε_g = {averages:.4g} is the averages' ε", w)
+        return release
+
+    def averages_epsilon(self, epsilon: float, params: dict, w: int | None = None, located: bool = True) -> float:
+        """ε_g: the second half of ε, less what the margins' estimates spend."""
+        return epsilon / 2 - sum(self.margin_shares(epsilon, params, w, located).values())
 
     def expected_error(self, epsilon, params, facts):
-        return _average_noise_error(2.0 / epsilon, f"1/ε_g, where ε_g = {epsilon / 2:.4g} is the averages' ε",
-                                    self.public_group_size(params, facts))
+        w = self.public_group_size(params, facts)
+        averages = self.averages_epsilon(epsilon, params, w)
+        return _average_noise_error(1.0 / averages, f"1/ε_g, where ε_g = {averages:.4g} is the averages' ε", w)
 
 
 @register
@@ -788,6 +872,8 @@ class GS(_SampledGrouping):
               advanced=True),
         DIAGNOSTICS,
         CLAMP,
+        MARGIN_SHARE_PARAM,
+        BOUND_HOLDS,
     )
 
     @staticmethod
@@ -811,10 +897,11 @@ class GS(_SampledGrouping):
         report["mechanism"]["summary"] = self.summary_for(release.params, release.epsilon)
         return report
 
-    @staticmethod
-    def averages_epsilon(epsilon: float, params: dict) -> float:
-        """ε_g, the budget of the noisy group averages: ε/2, less the total's share when calibrated."""
-        return epsilon / 2 if params["estimator"] == "paper" else epsilon / 2 - TOTAL_SHARE * epsilon
+    def averages_epsilon(self, epsilon: float, params: dict, w: int | None = None, located: bool = True) -> float:
+        """ε_g, the budget of the noisy group averages: ε/2, less the total's share when calibrated and less what
+        the margins' estimates spend (for the group size ``w``; None: before w* is chosen)."""
+        total = 0.0 if params["estimator"] == "paper" else TOTAL_SHARE * epsilon
+        return epsilon / 2 - total - sum(self.margin_shares(epsilon, params, w, located).values())
 
     @staticmethod
     def noisy_total(counts: np.ndarray, bound: int, total_epsilon: float, source: RandomSource) -> int:
@@ -822,20 +909,20 @@ class GS(_SampledGrouping):
         return int(add_discrete_laplace(np.array([counts.sum()]), bound / total_epsilon, source)[0])
 
     def fine_tune(self, counts: np.ndarray, noisy: np.ndarray, order: np.ndarray, epsilon: float, params: dict,
-                  source: RandomSource) -> Tuning:
+                  source: RandomSource, located: bool = True) -> Tuning:
         """Everything between t_s and the release: the noisy total (calibrated), c̃'s slope and w*."""
         d = noisy.size
         bound = self.effective_bound(params["bound"], d)
-        tuning = Tuning(epsilon / 2 - self.averages_epsilon(epsilon, params))
+        tuning = Tuning(0.0 if params["estimator"] == "paper" else TOTAL_SHARE * epsilon)
         residual = {}
         if params["estimator"] == "paper":
             multiplier = float(bound)  # c̃ = Δ'·t_s
-            tuning.numerator = 2.0 * bound / epsilon  # noise Lap(2Δ/(εw)) on each average
+            tuning.numerator = bound / self.averages_epsilon(epsilon, params, None, located)  # Lap(Δ/(ε_g·w))
         else:
             tuning.total = self.noisy_total(counts, bound, tuning.total_epsilon, source)  # never published
             tuning.calibration = calibrate(noisy, tuning.total, 2.0 / epsilon, bound / tuning.total_epsilon, bound)
             multiplier = tuning.calibration.multiplier
-            tuning.numerator = bound / self.averages_epsilon(epsilon, params)  # noise Lap(Δ/(ε_g·w)) on each average
+            tuning.numerator = bound / self.averages_epsilon(epsilon, params, None, located)  # Lap(Δ/(ε_g·w))
             if multiplier > 0:
                 residual["residual_variance"] = tuning.calibration.residual_variance(noisy[order])
         tuning.simulation = standard_laplace(source, params["tuning_draws"], d)
@@ -850,13 +937,15 @@ class GS(_SampledGrouping):
         bound = self.effective_bound(params["bound"], d)
         counts, sample, noisy, info = self.noisy_sample(data, prepared, epsilon, params, source)
         order = noisy_order(noisy, source)
-        tuning = self.fine_tune(counts, noisy, order, epsilon, params, source)
+        located = not unlocated(noisy, 2.0 / epsilon)
+        tuning = self.fine_tune(counts, noisy, order, epsilon, params, source, located)
         w = tuning.w
-        scale = tuning.numerator / w
+        # w* = 1: the spread's share is not needed; unlocated: nothing is set aside for margins
+        averages_epsilon = self.averages_epsilon(epsilon, params, w, located)
+        scale = bound / (averages_epsilon * w)
         values, bounds = release_grouped(counts, order, w, scale, source)
         budget = BudgetSplit(epsilon).add(*self.sample_step(epsilon, params, d))
         sym, note = bound_symbol(bound, params["bound"]), bound_note(bound, params["bound"])
-        averages_epsilon = self.averages_epsilon(epsilon, params)
         # 2Δ'/(ε·w*) (paper) and Δ'/(ε_g·w*) (calibrated) alike: ε_g is the averages' own ε
         noise_formula = f"{sym}/(ε_g·w*)"
         if tuning.calibration is not None:
@@ -873,6 +962,10 @@ class GS(_SampledGrouping):
                    f"groups of w* = {items_text(w)} in the order of the noisy sample t_s; noise of scale "
                    f"{noise_formula} = {scale:.6g} on each average, where ε_g = {averages_epsilon:.6g} is this "
                    f"step's ε{note}")
+        noise = group_noise_margin(order, bounds, scale)
+        margins = self.grouped_margins(data, prepared, counts, values, order, bounds, noise,
+                                       self.margin_shares(epsilon, params, w, located), budget, params, source,
+                                       noisy, 2.0 / epsilon)
         diagnostics = {}
         if params["diagnostics"]:
             diagnostics = self.tuning_diagnostics(tuning.curve, w, params["bound"], counts[order], tuning.numerator,
@@ -880,7 +973,7 @@ class GS(_SampledGrouping):
             diagnostics["ordering"] = ordering_diagnostic(noisy, counts, order, w)
             info["smoothing_l1"] = smoothing_l1(counts, order, w)
         release = self.finish(data, epsilon, params, budget, source, values, prepared, diagnostics=diagnostics,
-                              internal=info, noise_margin=group_noise_margin(order, bounds, scale))
+                              internal=info, noise_margin=noise, margins=margins)
         # w* is a function of private values only (t_s, Ñ and fresh randomness): it may be published
         release.report["chosen_group_size"] = w
         release.report["expected_error"] = _average_noise_error(

@@ -20,28 +20,27 @@ buckets as they are: they are signed sums (cells enter with random signs), so ne
 buckets are kept, and its form says so ("whole numbers that may be below 0").
 What a summary lists depends on the form, so the mechanism's summary sentence and the
 number of cells listed in the report are rewritten for the form published
-(``form_report``), and selected cells get their own margin meaning (``margin_meaning``).
+(``form_report``).
 
 Raw values (``raw=True``, ``--raw``): the mechanism's values as they are — unbiased,
 fractional or negative — for analysts who aggregate them. After a whole-number
 publication the raw values are kept too (``release.unrounded``, recorded in the ledger),
 so they can be written later without new noise.
 
-Margins (``margin95``). The mechanism states the 95% half-width of the noise on each of its
-values (``release.noise_margin``), from public inputs only: ε, declared settings, and
-scales or sizes the release publishes anyway (GS's group sizes, DPSense's θ*). For raw
-values that is the margin, rounded up to three significant digits. For whole numbers: when
-the value without noise is itself a whole number (a count; ``estimates_whole_numbers``) and
-the noise is too, rounding changes nothing and the margin is the same whole number (for
-noise on a finer grid it is rounded up: |round(x)| ≤ ⌈|x|⌉); when it is an average or a
-normalised count, rounding can add up to 0.5, so the margin is the noise's plus 0.5. In
-every case the published value lies within ±margin95 of the value the mechanism would
-have published without noise at least 95% of the time — except for summaries that select
-cells by their noisy values (filters, samples): there the margin bounds each cell's noise
-before the selection, and listed cells with small true counts exceed it more often. Setting negatives to 0 never
-breaks this: what is estimated is never negative, so 0 is closer to it. The margin covers
-the noise only; :meth:`Mechanism.margin_notes` says what else moves a value (truncation
-by Δ, smoothing, dropped coefficients, normalisation), and the report repeats it.
+Margins (``margin95``). Each value's margin covers its TOTAL error against the item's true
+count — the noise and the mechanism's own bias (the cut to Δ items per person, a group's
+shared average) — at least 95% of the time. The mechanism states it before publication
+(``release.error_margin``, against the true count, for its raw values), computed from
+values the release already paid for and declared facts only (:mod:`.margins` has the
+derivations, each mechanism its part); a mechanism whose bias no private value bounds
+(ALPA's one average, FPA's dropped coefficients, GS-R's random groups, DPSense's
+normalisation on sparse data, summaries that select cells by their noisy values) states why instead (``release.margin_withheld``) and
+publishes no margin: the ``margin95`` column is there, empty, and the report's first page
+gives the reason. For raw values the margin is ``error_margin`` rounded up to three
+significant digits. For whole numbers: the true count c is a whole number, so when
+|x − c| ≤ m, |round(x) − c| ≤ m + 0.5 and, being a whole number, ≤ ⌊m + 0.5⌋; when the raw
+values are whole numbers already (discrete noise on counts) the error is a whole number
+and the margin ⌊m⌋. Setting negatives to 0 never breaks this: c ≥ 0, so 0 is closer to it.
 """
 
 from __future__ import annotations
@@ -58,9 +57,11 @@ MARGIN_DIGITS = 3  # significant digits of a margin that is not a whole number (
 WHOLE_FORM = "whole numbers ≥ 0"
 SIGNED_WHOLE_FORM = "whole numbers that may be below 0"  # the count sketch's signed buckets
 RAW_FORM = "raw values"
-COLUMN_MEANING = ("The margin of error of the value in the same row, from public settings only: the published "
-                  "value is within ±margin95 of the value the mechanism would have published without noise at "
-                  "least 95% of the time.")
+COLUMN_MEANING = ("The margin of error of the value in the same row: the item's true count lies within ±margin95 "
+                  "of the published value at least 95% of the time.")
+WITHHELD_MEANING = "Empty: this release publishes no margin of error (the report's first page says why)."
+NOISE_ONLY = ("the mechanism states only the margin of its noise, not of what it moves itself, and a margin of the noise "
+              "alone would not cover the whole error")
 
 
 def discrete_laplace_margin(scale, divisor=1.0) -> np.ndarray:
@@ -88,46 +89,60 @@ def round_up(margin) -> np.ndarray:
     return out
 
 
-def published_margin(noise_margin, *, whole: bool, whole_truth: bool) -> np.ndarray:
-    """The ``margin95`` column from the noise's 95% half-widths (module notes)."""
-    noise_margin = np.asarray(noise_margin, dtype=np.float64)
-    if whole and whole_truth:
-        return np.ceil(noise_margin * (1 - 1e-12)).astype(np.int64)  # the errors are whole numbers
+def published_margin(error_margin, *, whole: bool, whole_values: bool = False) -> np.ndarray:
+    """The ``margin95`` column from each value's total error margin against its true count (module notes).
+
+    ``whole_values``: the raw values are whole numbers already, so every error is a whole number.
+    """
+    margin = np.asarray(error_margin, dtype=np.float64)
     if whole:
-        noise_margin = noise_margin + 0.5
-    margin = round_up(noise_margin)
+        slack = 0.0 if whole_values else 0.5
+        return np.floor(margin + slack + 1e-9).astype(np.int64)
+    margin = round_up(margin)
     return margin.astype(np.int64) if np.all(margin == np.round(margin)) else margin
+
+
+def _whole_numbers(values) -> bool:
+    values = np.asarray(values, dtype=np.float64)
+    return bool(np.all(values == np.round(values)))
 
 
 def publish(release: Release, *, raw: bool = False, mechanism=None) -> Release:
     """Make ``release`` what is published (in place, and returned): whole numbers by default.
 
     ``release.values`` (or ``release.cells``) become the published figures, ``margin95``
-    their margins, and ``release.report['publication']`` says what was published and what
-    the margins mean. Publishing twice is refused: the second would round rounded values.
+    their margins (None when the mechanism withholds them), and ``release.report['publication']``
+    says what was published and what the margins mean. Publishing twice is refused: the second
+    would round rounded values.
     """
     from . import get
 
     if release.margin95 is not None or "publication" in release.report:
         raise ValueError("this release was already published")
     mechanism = mechanism or get(release.mechanism)
-    if release.noise_margin is None:
-        raise ValueError(f"the mechanism '{mechanism.id}' did not state the margin of its noise")
+    if release.error_margin is None and not release.margin_withheld:
+        if release.noise_margin is None:
+            raise ValueError(f"the mechanism '{mechanism.id}' neither stated its margins nor why it withholds them")
+        release.margin_withheld = NOISE_ONLY  # a margin of the noise alone would be false wherever it has a bias
     whole = not raw
-    exact = mechanism.estimates_whole_numbers
+    withheld = release.error_margin is None
     if release.values is not None:
-        noise = np.broadcast_to(np.asarray(release.noise_margin, dtype=np.float64), np.shape(release.values))
-        raw_margin = published_margin(noise, whole=False, whole_truth=exact)
+        shape = np.shape(release.values)
+        exact = _whole_numbers(release.values)
+        total = None if withheld else np.broadcast_to(np.asarray(release.error_margin, dtype=np.float64), shape)
+        raw_margin = None if withheld else published_margin(total, whole=False)
         if raw:
             release.margin95 = raw_margin
         else:
             release.unrounded = {"values": release.values, "cells": None, "margin95": raw_margin}
             release.values = mechanism.whole_values(release.values)
-            release.margin95 = published_margin(noise, whole=True, whole_truth=exact)
+            release.margin95 = None if withheld else published_margin(total, whole=True, whole_values=exact)
     else:
         cells = release.cells
-        noise = np.broadcast_to(np.asarray(release.noise_margin, dtype=np.float64), cells.indices.shape)
-        raw_margin = published_margin(noise, whole=False, whole_truth=exact)
+        exact = _whole_numbers(cells.values)
+        total = None if withheld else np.broadcast_to(np.asarray(release.error_margin, dtype=np.float64),
+                                                       cells.indices.shape)
+        raw_margin = None if withheld else published_margin(total, whole=False)
         if raw:
             release.margin95 = raw_margin
         else:
@@ -135,9 +150,11 @@ def publish(release: Release, *, raw: bool = False, mechanism=None) -> Release:
             published = mechanism.whole_cells(cells)
             kept = np.isin(cells.indices, published.indices)  # the rows the whole form keeps, in order
             release.cells = published
-            release.margin95 = published_margin(noise[kept], whole=True, whole_truth=exact)
+            release.margin95 = None if withheld else published_margin(total[kept], whole=True, whole_values=exact)
         _describe_form(mechanism, release, whole)
-    release.report["publication"] = publication_report(mechanism, release.params, whole=whole)
+    release.report["publication"] = publication_report(mechanism, release.params, whole=whole,
+                                                       withheld=release.margin_withheld if withheld else "",
+                                                       estimates=release.report.get("margin_estimates"))
     return release
 
 
@@ -148,8 +165,8 @@ def _describe_form(mechanism, release: Release, whole: bool) -> None:
         form_report(release.report, release.cells, release.params, whole)
 
 
-def publication_report(mechanism, params: dict, *, whole: bool) -> dict:
-    """The public description of what was published and what the margins mean."""
+def publication_report(mechanism, params: dict, *, whole: bool, withheld: str = "", estimates: dict | None = None) -> dict:
+    """The public description of what was published and what the margins mean (or why there are none)."""
     if whole:
         form = ("Published as whole numbers of at least 0: every value the mechanism produced was rounded to the "
                 "nearest whole number and negative ones were set to 0, which is post-processing and costs no "
@@ -162,22 +179,42 @@ def publication_report(mechanism, params: dict, *, whole: bool) -> dict:
             form += (" The weights are estimates, not values: each is rounded to a whole number but keeps its sign, "
                      "so a weight may be below 0 (see below).")
     else:
-        form = ("Published as the mechanism's raw values, as the data steward asked: unbiased, but they may be "
-                "fractional or below 0; they suit analysts who add many of them up.")
-    rounding = ""
-    if whole and not mechanism.estimates_whole_numbers:
-        rounding = " It includes 0.5 for the rounding to a whole number."
-    elif whole and mechanism.estimates_whole_numbers:
-        rounding = " The counts estimated are whole numbers, so rounding adds nothing to it."
-    margin_meaning = getattr(mechanism, "margin_meaning", None)
-    meaning = (margin_meaning(params) if margin_meaning is not None else None) or COLUMN_MEANING
-    return {
+        form = ("Published as the mechanism's raw values, as the data steward asked: they may be fractional or "
+                "below 0; they suit analysts who add many of them up.")
+    out = {
         "form": publication_form(mechanism, whole),
         "statement": form,
         "notes": list(mechanism.publication_notes(params, whole)),
-        "margin95": meaning + rounding,
-        "margin_covers": " ".join(("The margin covers the noise only.", *mechanism.margin_notes(params))),
     }
+    if withheld:
+        out["margin95"] = WITHHELD_MEANING
+        out["margin_withheld"] = withheld
+        out["margin_covers"] = f"No margin of error is published: {withheld}."
+        return out
+    covers = mechanism.margin_covers(params)
+    rounding = " It includes the rounding to a whole number." if whole else ""
+    out["margin95"] = f"{COLUMN_MEANING} It covers {covers}.{rounding}"
+    out["margin_covers"] = f"The margin covers {covers}."
+    pull = mechanism.margin_pull(params, estimates) if estimates else ""
+    if pull:
+        out["margin_pull"] = pull
+    if estimates:
+        out["margin_estimates"] = estimates_text(estimates)
+    return out
+
+
+def estimates_text(estimates: dict) -> str:
+    """One sentence on the estimates behind the margins (their noisy figures are in the release's metadata)."""
+    parts = []
+    truncation = estimates.get("truncation")
+    if truncation is not None:
+        what = "Δ" if "θ" not in str(truncation.get("what", "Δ")) else "θ*"
+        parts.append(f"the items cut off by the bound {what} (about {truncation.get('lost_share', 0.0):.0%} of what "
+                     "people hold, by this estimate)")
+    if estimates.get("smoothing") is not None:
+        parts.append("the items' distance from their group's average")
+    return ("The margins rest on this release's own estimates of " + " and of ".join(parts) + ", each made with its "
+            "own share of ε (listed in the budget table).") if parts else ""
 
 
 def publication_form(mechanism, whole: bool) -> str:
@@ -208,13 +245,16 @@ def unrounded_release(release: Release) -> Release:
 
     mechanism = get(mechanism_id)
     _describe_form(mechanism, raw, whole=False)
-    raw.report["publication"] = publication_report(mechanism, release.params, whole=False)
+    first = release.report.get("publication") or {}
+    raw.report["publication"] = publication_report(mechanism, release.params, whole=False,
+                                                   withheld=first.get("margin_withheld", ""),
+                                                   estimates=release.report.get("margin_estimates"))
     raw.report["publication"]["statement"] += (" These are the raw values of a release first published as whole "
                                                "numbers: the same noise, written again without rounding.")
     raw.report["publication"]["first_published_as"] = release.report.get("publication", {}).get("form", "")
     return raw
 
 
-__all__ = ["FORMS", "COLUMN_MEANING", "RAW_FORM", "SIGNED_WHOLE_FORM", "WHOLE_FORM", "CellSummary",
-           "discrete_laplace_margin", "publication_form", "publication_report", "publish", "published_margin",
-           "round_up", "unrounded_release"]
+__all__ = ["FORMS", "COLUMN_MEANING", "RAW_FORM", "SIGNED_WHOLE_FORM", "WHOLE_FORM", "WITHHELD_MEANING",
+           "CellSummary", "discrete_laplace_margin", "publication_form", "publication_report", "publish",
+           "published_margin", "round_up", "unrounded_release"]

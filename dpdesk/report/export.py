@@ -140,10 +140,18 @@ def release_table(release) -> pd.DataFrame:
             table["label"] = cells.info["labels"]
         table["value"] = _whole_if_integral(cells.values)
         if cells.weights is not None:
-            table["weight"] = _whole_if_integral(cells.weights) if release.margin95 is not None else cells.weights
+            table["weight"] = (_whole_if_integral(cells.weights) if release.margin95 is not None
+                               or margins_withheld(release) else cells.weights)
     if release.margin95 is not None:
         table["margin95"] = _whole_if_integral(release.margin95)
+    elif margins_withheld(release):  # the column stays (scripts read it), empty: no margin was published
+        table["margin95"] = np.full(len(table["item" if "item" in table else "cell"]), np.nan)
     return pd.DataFrame(table)
+
+
+def margins_withheld(release) -> bool:
+    """Whether the mechanism published no margins of error (and said why): the margin95 column is empty."""
+    return bool((release.report.get("publication") or {}).get("margin_withheld"))
 
 
 # a dyadic summary lists ranges of cells (nodes of the dyadic transform), not cells
@@ -196,7 +204,7 @@ def release_table_columns(release) -> list[str]:
     else:
         names = ["cell"] + (["label"] if release.cells.info.get("labels") is not None else []) + ["value"] \
             + (["weight"] if release.cells.weights is not None else [])
-    return names + (["margin95"] if release.margin95 is not None else [])
+    return names + (["margin95"] if release.margin95 is not None or margins_withheld(release) else [])
 
 
 def render_release(release, formats=("csv", "json"), *, data_hashes: dict | None = None) -> dict[str, bytes]:
@@ -268,7 +276,7 @@ def _parquet_with_metadata(table: pd.DataFrame, release) -> bytes:
 def release_metadata(release, hashes: dict[str, str]) -> dict:
     """Public metadata of a release: the public report plus file hashes (no true-data values)."""
     report = dict(release.report)
-    if release.margin95 is not None:
+    if release.margin95 is not None or margins_withheld(release):
         report["columns"] = column_meanings(release)
     report["files_sha256"] = hashes
     # the dataset's fingerprint is a function of the true data (a membership test for

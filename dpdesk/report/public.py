@@ -23,13 +23,13 @@ import re
 from functools import lru_cache
 
 from ..privacy.planner import odds_after
-from ..mechanisms.publish import COLUMN_MEANING, WHOLE_FORM
+from ..mechanisms.publish import WHOLE_FORM
 from .export import require_release
 
 # what the sections below show; any other key of release.report goes to "Further details"
 _KNOWN_KEYS = {"mechanism", "epsilon", "budget", "parameters", "public_facts", "randomness", "mode", "software",
                "created", "expected_error", "notes", "how_chosen", "choice", "ledger", "domain", "publication",
-               "dataset_budget", "columns", "estimates", "unit_of_privacy"}
+               "dataset_budget", "columns", "estimates", "unit_of_privacy", "margin_estimates"}
 # plain labels of the keys mechanisms put in their report (nested or not); (parent, key) first, then the key
 # alone; any other key is shown as its words (underscores turned into spaces), never as an identifier
 DETAIL_LABELS = {
@@ -302,6 +302,9 @@ def _example_row(release) -> tuple[list[str], list[str]] | None:
     if margins is not None:
         header.append("margin of error (95%)")
         row.append("±" + esc(fmt(margins[0])))
+    elif (release.report.get("publication") or {}).get("margin_withheld"):
+        header.append("margin of error (95%)")
+        row.append("none published")
     return header, row
 
 
@@ -316,20 +319,22 @@ def _margin_range(margins) -> str:
 
 
 def _how_accurate(release, publication: dict) -> str:
+    """The first page's answer: what each margin promises and covers, in one sentence, then (shared averages) how far
+    large counts are pulled towards their group's average — or why no margin is published."""
     parts = ["<h3>How accurate is it?</h3>"]
+    what = "cell" if release.cells is not None else "item"
     if release.margin95 is not None:
         spread = _margin_range(release.margin95)
-        # a meaning of its own is a summary's, whose listed cells were chosen by their noisy values
-        selected = not (publication.get("margin95") or COLUMN_MEANING).startswith(COLUMN_MEANING)
-        promise = ("the noise added to a count before cells were selected lies within ±margin95 at least 95% of the "
-                   "time; among listed cells with small true counts the error exceeds the margin more often"
-                   if selected else
-                   "the value is within ±margin95 of what the mechanism would have published without noise at "
-                   "least 95% of the time")
-        parts.append("<p>Every published value comes with its margin of error (the column <b>margin95</b>): "
-                     + promise + (f". Here the margins are {esc(spread)}." if spread else ".")
-                     + " The margin covers the noise only: “What the published numbers are” below says what else "
-                       "moves a value.</p>")
+        covers = publication.get("margin_covers", "")
+        covers = covers[len("The margin covers "):].rstrip(".") if covers.startswith("The margin covers ") else ""
+        parts.append(f"<p>The true count of each {what} lies within ±margin95 (the last column) of its published value "
+                     "95 times in 100" + (f": the margin covers {esc(covers)}" if covers else "")
+                     + (f". Here the margins run {esc(spread)}." if spread else ".") + "</p>")
+        if publication.get("margin_pull"):
+            parts.append(f"<p>{esc(publication['margin_pull'])}</p>")
+    elif publication.get("margin_withheld"):
+        parts.append(f"<p>No margin of error is published: {esc(publication['margin_withheld'])}. The margin95 "
+                     "column is empty.</p>")
     else:
         expected = release.report.get("expected_error") or {}
         parts.append("<p>" + esc(expected.get("text") or "This release was made before dpdesk published margins "
@@ -400,7 +405,8 @@ def _publication(release, publication: dict) -> str:
     meanings = column_meanings(release) if has_values else (release.report.get("columns") or {})
     rows = [(f'<span class="hash">{esc(name)}</span>', esc(meaning)) for name, meaning in meanings.items()]
     parts.append(table(rows, ["Column", "What it holds"]))
-    parts.append(f"<p>{esc(publication.get('margin_covers', ''))}</p>")
+    parts.append(f"<p>{esc(publication.get('margin_covers', ''))}"
+                 + (f" {esc(publication['margin_estimates'])}" if publication.get("margin_estimates") else "") + "</p>")
     return "\n".join(parts)
 
 

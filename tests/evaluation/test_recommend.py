@@ -14,7 +14,8 @@ import dpdesk
 from dpdesk.data.domain import HOW_LIST, HOW_PUBLIC_DATA, HOW_RANGE, DomainDeclaration, ItemDomain, PublicView
 from dpdesk.errors import ParameterError, RecommendationError
 from dpdesk.evaluation import recommend as rec
-from dpdesk.evaluation.arms import ARMS, BOUND_RATIOS, SITUATIONS, choices_for, features_for
+from dpdesk.evaluation.arms import ARMS, BOUND_RATIOS, SITUATIONS, choices_for, features_for, margin_choices
+from dpdesk.evaluation.goals import rule_goals
 from dpdesk.evaluation.recommend import check_rule, load_rule, recommend, recommend_for_file
 from dpdesk.evaluation.rule_learning import (Cases, TrainingSet, hit_rate, learn_rule, learn_tree, measure,
                                              situation_cases, typical_row_length)
@@ -39,15 +40,33 @@ def domain_only(kind: str, size: int) -> PublicView:
 
 # --- the shipped rule ----------------------------------------------------------------------------
 
+def parts(rule):
+    """(goal, variant, situation, part) of every tree in a rule."""
+    for goal, variants in rule["goals"].items():
+        for variant, situations in variants.items():
+            for situation, part in situations.items():
+                yield goal, variant, situation, part
+
+
 def test_shipped_rule_matches_the_code(rule):
-    assert set(rule["situations"]) == set(SITUATIONS)
-    for name, part in rule["situations"].items():
-        assert part["features"] == features_for(name) and part["choices"] == choices_for(name)
+    assert set(rule["goals"]) == set(rule_goals())
+    for goal, variant, name, part in parts(rule):
+        assert set(rule["goals"][goal][variant]) == set(SITUATIONS)
+        assert part["features"] == features_for(name, goal)
+        assert part["choices"] == (margin_choices(name) if variant == "margins" else choices_for(name))
+        if not part["choices"]:  # margins asked and nothing declared: no bound-free mechanism publishes them
+            assert (variant, name, part["tree"], part["evaluation"]) == ("margins", "nothing", None, None)
+            continue
         evaluation = part["evaluation"]
         loo = evaluation["leave_one_real_dataset_out"]
         assert set(loo["datasets"]) == REAL  # every real dataset was held out once
         assert 0 <= loo["rule"] <= 1 and evaluation["held_out_synthetic"]["cases"] > 0
         assert {"always the best single choice"} <= set(loo["baselines"])
+        if goal.startswith("largest"):  # never more than 1.25× the best top error on a shared dataset
+            assert evaluation["largest_guard"]["cases_over_guard"] == 0, (goal, variant, name,
+                                                                          evaluation["largest_guard"])
+    margins = {c for _, variant, _, part in parts(rule) if variant == "margins" for c in part["choices"]}
+    assert not {c.partition("@")[0] for c in margins} & {"alpa", "fpa", "gs-r", "dpsense", "dpsense-s"}
     trained_on = {d["name"] for d in rule["datasets"] if d["group"] == "real"}
     assert trained_on == REAL
     assert sum(d["group"] == "held-out synthetic" for d in rule["datasets"]) >= 8
@@ -56,17 +75,20 @@ def test_shipped_rule_matches_the_code(rule):
 
 def test_the_rule_check_refuses_a_file_made_for_other_code(rule):
     broken = copy.deepcopy(rule)
-    node = broken["situations"]["bound_and_length"]["tree"]
+    node = broken["goals"]["all"]["any"]["bound_and_length"]["tree"]
     while "choice" not in node:
         node = node["below"]
     node["choice"] = "kosarak-magic"  # a mechanism this code does not have
     with pytest.raises(RecommendationError, match="unknown choice"):
         check_rule(broken)
     for edit, message in (
-            (lambda r: r.update(schema="dpdesk-recommendation-rule/0"), "schema"),
-            (lambda r: r["situations"].pop("nothing"), "one tree for each"),
-            (lambda r: r["situations"]["bound_only"].update(features=["epsilon", "people"]), "features"),
-            (lambda r: r["situations"]["length_only"]["choices"].pop(), "choices")):
+            (lambda r: r.update(schema="dpdesk-recommendation-rule/1"), "schema"),
+            (lambda r: r["goals"].pop("target"), "trees for each goal"),
+            (lambda r: r["goals"]["all"].pop("margins"), "with and without margins"),
+            (lambda r: r["goals"]["all"]["any"].pop("nothing"), "one tree for each"),
+            (lambda r: r["goals"]["largest:100"]["any"]["bound_only"].update(features=["epsilon", "people"]),
+             "features"),
+            (lambda r: r["goals"]["target"]["margins"]["length_only"]["choices"].append("alpa@1"), "choices")):
         broken = copy.deepcopy(rule)
         edit(broken)
         with pytest.raises(RecommendationError, match=message):
@@ -102,40 +124,59 @@ HAND_RULE_TREES = {
 }
 
 
+# with margins asked, the trees may pick only mechanisms that publish them
+HAND_MARGIN_TREES = {"bound_and_length": {"choice": "gs", "cases": 3, "hits": 2, "ranking": [["gs", 2], ["lpa", 1]]},
+                     "bound_only": {"choice": "lpa", "cases": 3, "hits": 2, "ranking": [["lpa", 2]]},
+                     "length_only": {"choice": "gs@2", "cases": 3, "hits": 2, "ranking": [["gs@2", 2]]},
+                     "nothing": None}  # no bound-free mechanism publishes margins: nothing to choose from
+
+
 @pytest.fixture(scope="module")
 def hand_rule():
-    situations = {name: {"features": features_for(name), "choices": choices_for(name), "tree": tree}
-                  for name, tree in HAND_RULE_TREES.items()}
-    return check_rule({"schema": rec.RULE_SCHEMA, "situations": situations})
+    def variant(trees, choices, goal):
+        return {name: {"features": features_for(name, goal), "choices": choices(name), "tree": tree}
+                for name, tree in trees.items()}
+
+    goals = {goal: {"any": variant(HAND_RULE_TREES, choices_for, goal),
+                    "margins": variant(HAND_MARGIN_TREES, margin_choices, goal)} for goal in rule_goals()}
+    return check_rule({"schema": rec.RULE_SCHEMA, "goals": goals})
 
 
 def test_the_tree_path_becomes_the_reasons(hand_rule):
-    close = recommend("incidence", 16_470, 0.69, bound=20, typical_row_length=8, rule=hand_rule)
+    close = recommend("incidence", 16_470, 0.69, bound=20, typical_row_length=8, rule=hand_rule, margins=False)
     assert (close.mechanism, close.params) == ("lpa", {"bound": 20})
-    assert "2.5 times what a typical person holds (8)" in close.reasons[0] and "below 3 times" in close.reasons[0]
-    assert "close to the typical row" in close.reasons[0]
+    assert close.reasons[0].startswith("You asked for what suits every count equally")
+    assert "margins of error were not asked for" in close.reasons[0]
+    assert "2.5 times what a typical person holds (8)" in close.reasons[1] and "below 3 times" in close.reasons[1]
+    assert "close to the typical row" in close.reasons[1]
     assert close.alternatives[0].mechanism == "gs" and close.alternatives[0].params == {"bound": 20}
-    generous = recommend("incidence", 16_470, 0.1, bound=200, typical_row_length=8, rule=hand_rule)
+    generous = recommend("incidence", 16_470, 0.1, bound=200, typical_row_length=8, rule=hand_rule, margins=False)
     assert generous.mechanism == "dpsense-s" and generous.params == {}
-    assert "25 times" in generous.reasons[0] and "at least 3 times" in generous.reasons[0]
-    assert "generous" in generous.reasons[0]
-    assert "ε = 0.1 (below 0.5): a smaller ε means more noise" in generous.reasons[1]
+    assert "25 times" in generous.reasons[1] and "at least 3 times" in generous.reasons[1]
+    assert "generous" in generous.reasons[1]
+    assert "ε = 0.1 (below 0.5): a smaller ε means more noise" in generous.reasons[2]
     assert any("Δ = 200 is not used" in r for r in generous.reasons)  # a bound-free choice says so
     assert any("6 times (75%)" in r for r in generous.reasons)  # the leaf's evidence
     assert [a.mechanism for a in generous.alternatives] == ["gs", "alpa"]
     assert generous.declared == {"kind": "incidence", "items": 16_470, "epsilon": 0.1, "bound": 200,
                                  "typical_row_length": 8.0}
-    assert "declared facts only" in generous.chosen_how
+    assert "declared facts only" in generous.chosen_how and "every count equally" in generous.chosen_how
+    # asking for margins (the default): the margin trees, whose choices all publish them
+    asked = recommend("incidence", 16_470, 0.1, bound=200, typical_row_length=8, rule=hand_rule)
+    assert asked.mechanism == "gs" and "with a margin of error on every value" in asked.reasons[0]
+    largest = recommend("incidence", 16_470, 0.1, bound=200, goal="largest:30", rule=hand_rule)
+    assert largest.goal.rule_key == "largest:10" and "the 30 largest counts" in largest.reasons[0]
+    assert "learnt for the 10 largest" in largest.reasons[0] and largest.to_json()["goal"]["k"] == 30
 
 
 def test_without_a_bound_the_rule_proposes_one_from_the_row_length(hand_rule):
-    sparse = recommend("incidence", 16_470, 1.0, typical_row_length=4.4, rule=hand_rule)
+    sparse = recommend("incidence", 16_470, 1.0, typical_row_length=4.4, rule=hand_rule, margins=False)
     assert (sparse.mechanism, sparse.params) == ("gs", {"bound": 9})  # gs@2: Δ = 2 × 4.4, rounded
     assert any("proposes Δ = 9" in r for r in sparse.reasons)
-    assert "0.027%" in sparse.reasons[0] and "below 5%" in sparse.reasons[0] and "counts are small" in sparse.reasons[0]
-    dense = recommend("incidence", 75, 1.0, typical_row_length=37, rule=hand_rule)
+    assert "0.027%" in sparse.reasons[1] and "below 5%" in sparse.reasons[1] and "counts are small" in sparse.reasons[1]
+    dense = recommend("incidence", 75, 1.0, typical_row_length=37, rule=hand_rule, margins=False)
     assert (dense.mechanism, dense.params) == ("lpa", {"bound": 37})
-    nothing = recommend("incidence", 75, 1.0, rule=hand_rule)
+    nothing = recommend("incidence", 75, 1.0, rule=hand_rule, margins=False)
     assert nothing.mechanism == "dpsense" and any("neither a bound" in r for r in nothing.reasons)
     fpa = rec._choice_settings("fpa@1", rec.check_inputs("incidence", 9, 1.0, typical_row_length=3))
     assert fpa == ("fpa", {"bound": 3, "rho": 5}, 3)  # ρ = min(20, d/2 + 1): what 9 items allow
@@ -144,28 +185,31 @@ def test_without_a_bound_the_rule_proposes_one_from_the_row_length(hand_rule):
 def test_canonical_cases_with_the_shipped_rule(rule):
     """What the shipped rule says on shapes like the real datasets'. Re-learning the rule may change these
     picks: check the new ones make sense and update them together with resources/recommend/rule.json."""
-    # retail-like: many items, people hold few of them → AHP with the small counts' median (issue 29)
+    # retail-like: many items, people hold few of them → grouping shares the noise over every count, while for the
+    # largest counts (and for a target) noise on every count keeps them apart
     retail = recommend("incidence", 16_470, 0.69, bound=20, typical_row_length=10.3, rule=rule)
-    assert (retail.mechanism, retail.params) == ("ahp", {"bound": 20, "small_counts": "median",
-                                                         "threshold": "adaptive"})
-    assert "16,470 items (at least 2,600)" in retail.reasons[0]
-    assert "1.9 times what a typical person holds" in retail.reasons[1]
-    assert "median" in retail.reasons[2]
-    # chess-like: few items → no bound needed, the declared Δ is not used
+    assert (retail.mechanism, retail.params) == ("gs", {"bound": 20})
+    assert retail.reasons[0].startswith("You asked for what suits every count equally")
+    assert "Your bound Δ = 20 items per person (below 29)" in retail.reasons[1]
+    assert recommend("incidence", 16_470, 0.69, bound=20, typical_row_length=10.3, goal="largest",
+                     rule=rule).mechanism == "lpa"
+    # chess-like: few items, people hold half of them; with margins asked the bound-free DPSense is not offered
     chess = recommend("incidence", 75, 1.0, bound=37, typical_row_length=37, rule=rule)
-    assert (chess.mechanism, chess.params) == ("dpsense-s", {})
-    assert "75 items (below 1,400)" in chess.reasons[0]
-    assert any("Δ = 37 is not used" in r for r in chess.reasons)
-    # groceries-like with a row length only: LPA with Δ proposed at the typical row length
+    assert (chess.mechanism, chess.params) == ("gs", {"bound": 37})
+    assert recommend("incidence", 75, 1.0, bound=37, typical_row_length=37, rule=rule,
+                     margins=False).mechanism.startswith("dpsense")
+    # groceries-like with a row length only: LPA with Δ proposed from the typical row length
     groceries = recommend("incidence", 169, 0.69, typical_row_length=4.4, rule=rule)
-    assert (groceries.mechanism, groceries.params) == ("lpa", {"bound": 4})
-    assert any("proposes Δ = 4 (the typical row length" in r for r in groceries.reasons)
-    # nothing declared but ε and d: only the mechanisms that need no bound
-    nothing = recommend("incidence", 75, 0.69, rule=rule)
-    assert nothing.mechanism == "dpsense-s" and any("neither a bound" in r for r in nothing.reasons)
+    assert (groceries.mechanism, groceries.params) == ("lpa", {"bound": 9})
+    assert any("proposes Δ = 9 (2 times the typical row length" in r for r in groceries.reasons)
+    # nothing declared but ε and d: only the mechanisms that need no bound, none of which publishes margins
+    with pytest.raises(RecommendationError, match="Declare a bound Δ, or about how many items a typical person holds"):
+        recommend("incidence", 75, 0.69, rule=rule)
+    nothing = recommend("incidence", 75, 0.69, rule=rule, margins=False)
+    assert nothing.mechanism in ("dpsense", "dpsense-s", "alpa") and any("neither a bound" in r for r in nothing.reasons)
     for advice in (retail, chess, groceries, nothing):
         assert any("did not look at the data" in r for r in advice.reasons)
-        assert any("within 10% of the lowest error" in r for r in advice.reasons)
+        assert any("within 10% of the lowest error for this goal" in r for r in advice.reasons)
 
 
 @pytest.mark.parametrize("epsilon", [0.05, 0.69, 5.0])
@@ -174,14 +218,15 @@ def test_every_recommendation_is_a_setting_the_mechanism_accepts(rule, epsilon):
     for items in (2, 40, 3_000, 200_000):
         for bound, length in [(None, None), (None, 1.5), (None, min(items, 60)), (1, None), (25, 2.0),
                               (400, min(items, 30))]:
-            advice = recommend("incidence", items, epsilon, bound=bound, typical_row_length=length, rule=rule)
+            advice = recommend("incidence", items, epsilon, bound=bound, typical_row_length=length, rule=rule,
+                               margins=bound is not None or length is not None)
             mechanism = dpdesk.mechanisms.get(advice.mechanism)
             assert mechanism.releasable
             mechanism.validate(domain_only("incidence", items), epsilon, advice.params)
             for other in advice.alternatives:
                 dpdesk.mechanisms.get(other.mechanism).validate(domain_only("incidence", items), epsilon, other.params)
     for cells in (100, 60_000, 10**9):
-        advice = recommend("cells", cells, epsilon)
+        advice = recommend("cells", cells, epsilon, margins=cells < 10**9)
         view = PublicView("cells", dpdesk.data.domain.CellDomain(("cell",), None, HOW_RANGE, cells=cells))
         for mechanism, params in [(advice.mechanism, advice.params)] + [(a.mechanism, a.params)
                                                                         for a in advice.alternatives]:
@@ -191,7 +236,11 @@ def test_every_recommendation_is_a_setting_the_mechanism_accepts(rule, epsilon):
 def test_cell_tables_small_get_every_cell_large_get_a_filter():
     small = recommend("cells", 1_008, 1.0)
     assert small.mechanism == "geometric" and "1,008 cells" in small.reasons[0]
-    large = recommend("cells", 907_200, 1.0)
+    asked = recommend("cells", 907_200, 1.0)  # margins asked: only the geometric mechanism publishes them
+    assert asked.mechanism == "geometric" and asked.params == {"max_cells": 907_200} and not asked.alternatives
+    with pytest.raises(RecommendationError, match="No mechanism publishes a margin of error"):
+        recommend("cells", 10**9, 1.0)
+    large = recommend("cells", 907_200, 1.0, margins=False)
     assert large.mechanism == "filter2" and "907,200 cells" in large.reasons[0]
     # θ: the empty cells passing by noise are at most 10% of the 100,000 proposed, on average
     theta = large.params["threshold"]
@@ -238,7 +287,7 @@ def test_the_public_function_takes_declared_numbers_only():
     import inspect
 
     assert list(inspect.signature(recommend).parameters) == ["kind", "domain_size", "epsilon", "bound",
-                                                            "typical_row_length", "rule"]
+                                                            "typical_row_length", "goal", "margins", "rule"]
 
 
 # --- the command line --------------------------------------------------------------------------------
@@ -248,18 +297,27 @@ def test_cli_json_and_text(data_dir, rule):
                  "--items-are-public", "--typical-row-length", "4.4", "--json")
     assert result.returncode == 0, result.stderr
     advice = json.loads(result.stdout)
-    assert {"mechanism", "params", "reasons", "alternatives", "chosen_how"} <= set(advice)
+    assert {"mechanism", "params", "reasons", "alternatives", "chosen_how", "goal", "margin_preview"} <= set(advice)
+    preview = advice.pop("margin_preview")
     assert advice == json.loads(json.dumps(recommend("incidence", 169, 0.69, typical_row_length=4.4,
                                                      rule=rule).to_json()))
+    assert preview["preview"] is True and preview["mechanism"] == advice["mechanism"]
+    assert preview["stand_in"]["items"] == 169 and "A preview, not the release" in preview["note"]
+    largest = run("recommend", data_dir / "groceries.csv.gz", "--epsilon", "0.69", "--items", "from-data",
+                  "--items-are-public", "--bound", "5", "--goal", "largest", "--json")
+    assert json.loads(largest.stdout)["goal"]["rule"] == "largest:100"
     text = run("recommend", data_dir / "retail.dat.gz", "--epsilon", "0.1", "--bound", "20", "--items",
                "range:16470")
     assert text.returncode == 0, text.stderr
     assert text.stdout.startswith("Recommended: ") and "Why:" in text.stdout
     assert "dpdesk release" in text.stdout and "--epsilon 0.1" in text.stdout
     cells = run("recommend", data_dir / "adult.data.gz", "--epsilon", "1", "--attributes", "1,3,5,6,7,8,9",
-                "--domains", "from-data", "--domains-are-public", "--json")
+                "--domains", "from-data", "--domains-are-public", "--json", "--no-margins")
     assert cells.returncode == 0, cells.stderr
     assert json.loads(cells.stdout)["mechanism"] == "filter2"
+    with_margins = run("recommend", data_dir / "adult.data.gz", "--epsilon", "1", "--attributes", "1,3,5,6,7,8,9",
+                       "--domains", "from-data", "--domains-are-public", "--json")
+    assert json.loads(with_margins.stdout)["mechanism"] == "geometric"  # a filter publishes no margin
 
 
 @pytest.mark.parametrize("args, message", [
@@ -271,6 +329,8 @@ def test_cli_json_and_text(data_dir, rule):
     (["--epsilon", "1", "--items", "range:10", "--bound", "0"], "at least 1"),
     (["--epsilon", "1", "--items", "discover"], "not known beforehand"),
     (["--epsilon", "1", "--items", "from-data"], "--items-are-public"),
+    (["--epsilon", "1", "--items", "range:10", "--goal", "biggest"], "Unknown goal 'biggest'"),
+    (["--epsilon", "1", "--items", "range:10", "--goal", "target:5"], "target:N,R"),
 ])
 def test_cli_bad_input_is_one_line(data_dir, args, message, capsys):
     from dpdesk.cli import main
@@ -342,10 +402,12 @@ def test_learning_runs_end_to_end_on_a_tiny_grid():
     check_rule(json.loads(json.dumps(rule)))  # what the script writes is what the code reads
     cases = situation_cases(measurements, "bound_and_length")
     assert len(cases) == 4 * 2 * len(BOUND_RATIOS) and cases.mae.shape[1] == len(ARMS)
-    evaluation = rule["situations"]["bound_and_length"]["evaluation"]
+    assert {"largest:10", "largest:100", "target:10,10"} <= set(measurements.columns)
+    evaluation = rule["goals"]["all"]["any"]["bound_and_length"]["evaluation"]
     assert evaluation["held_out_synthetic"]["cases"] == 2 * len(BOUND_RATIOS)
     assert set(evaluation["leave_one_real_dataset_out"]["datasets"]) == {"tiny 0"}
     assert recommend("incidence", 100, 0.5, bound=10, typical_row_length=4, rule=rule).mechanism
+    assert recommend("incidence", 100, 0.5, bound=10, goal="target:10,25", rule=rule).goal.kind == "target"
 
 
 def test_every_option_of_the_command_has_a_help_line():

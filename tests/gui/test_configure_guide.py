@@ -100,10 +100,12 @@ def test_the_recommendation_follows_epsilon_delta_and_the_typical_row(window, qt
     assert page.advice is None and not page.recommendation.use_button.isEnabled()
     assert "Declare what you know" in page.recommendation.reasons.text()
     assert not any(row.badge.isVisible() for row in page.rows.values())
-    page.bound.setValue(20)  # 169 items: the rule keeps a mechanism that needs no bound, and says so
-    assert page.advice.mechanism == "dpsense-s" and any("Δ = 20 is not used" in r for r in page.advice.reasons)
+    page.bound.setValue(20)  # margins asked (issue 28): only mechanisms that publish them
+    assert page.advice.mechanism == "lpa" and "LPA" in title(page) and "Δ = 20" in title(page)
+    page.bound.setValue(50)  # a generous bound for 169 items: grouping shares the noise
+    assert page.advice.mechanism == "gs" and "GS — grouping" in title(page) and "Δ = 50" in title(page)
     qtbot.mouseClick(page.epsilon.preset_buttons["Balanced"], Qt.LeftButton)
-    assert page.advice.mechanism == "dpsense-s" and "DPSense-S" in title(page)
+    assert page.advice.mechanism == "gs" and page.advice.declared["epsilon"] == pytest.approx(math.log(2), abs=1e-4)
     page.bound.setValue(0)
     page.typical.setValue(4)
     assert page.advice.mechanism == "lpa" and "about 4 items per typical person" in page.recommendation.reasons.text()
@@ -151,7 +153,7 @@ def test_the_recommendation_never_reads_the_data(window, monkeypatch, sample):
 
 def test_the_number_of_items_comes_from_the_declaration(window):
     page, state = window.configure_page, window.state
-    page.bound.setValue(20)
+    page.bound.setValue(20)  # with margins asked, a bound (or a typical row) is needed for advice
     state.set_publication("groceries", DomainDeclaration("range", size=500))
     assert "500 items" in page.recommendation.reasons.text()
     state.set_publication("groceries", DomainDeclaration("discovered", delta=1e-6, share=0.1))
@@ -164,14 +166,14 @@ def test_use_the_recommendation_ticks_it_and_sets_its_settings(window, qtbot):
     qtbot.mouseClick(page.epsilon.preset_buttons["Balanced"], Qt.LeftButton)
     page.typical.setValue(4)  # no Δ declared: the rule proposes one from the typical row
     advice = page.advice
-    assert advice.mechanism == "lpa" and advice.params == {"bound": 4}
+    assert advice.mechanism == "lpa" and advice.params == {"bound": 8}  # Δ = 2 × the typical row
     page.tick(set())  # nothing ticked yet: the button does it
     assert not state.configurations["lpa"].enabled
     qtbot.mouseClick(page.recommendation.use_button, Qt.LeftButton)
     assert state.configurations["lpa"].enabled and page.rows["lpa"].check.isChecked()
-    assert state.bound == 4 and state.bound_proposed and page.bound.value() == 4
+    assert state.bound == 8 and state.bound_proposed and page.bound.value() == 8
     assert page.bound_note.isVisibleTo(page) and "proposed by the recommendation" in page.bound_note.text()
-    assert state.params_for("lpa") == {"bound": 4}
+    assert state.params_for("lpa") == {"bound": 8}
     assert page.current == "lpa"
     # the proposal is the rule's output, not a declaration: the advice stays what was used
     assert page.advice.mechanism == "lpa" and "in use" in title(page)
@@ -192,10 +194,10 @@ def test_a_declared_bound_stays_declared_when_the_recommendation_is_used(window,
     page, state = window.configure_page, window.state
     state.set_publication("groceries", DomainDeclaration("range", size=5000))  # many items: a pick that takes Δ
     page.epsilon.spin.setValue(0.1)
-    page.bound.setValue(20)
-    assert page.advice.mechanism == "ahp" and page.advice.params["bound"] == 20
+    page.bound.setValue(50)
+    assert page.advice.mechanism == "gs"
     qtbot.mouseClick(page.recommendation.use_button, Qt.LeftButton)
-    assert state.bound == 20 and not state.bound_proposed and state.configurations["ahp"].enabled
+    assert state.bound == 50 and not state.bound_proposed and state.configurations["gs"].enabled
 
 
 # --- ε in words ----------------------------------------------------------------------------------

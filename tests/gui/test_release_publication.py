@@ -57,10 +57,20 @@ def test_after_comparing_on_the_true_data_the_default_says_so(window, qtbot, dia
     published = release(window, qtbot, dialogs)
     assert published.report["choice"]["stated"] == CHOSEN_ON_TRUE_DATA
     assert "on the true data" in published.report["choice"]["observed"]
-    # whole numbers by default, each with its margin, in the preview too
+    # whole numbers by default; GS-R's random groups hide which item is large: no margin, and the page says why
     assert np.all(published.values == np.round(published.values)) and np.all(published.values >= 0)
     model = page.table.model()
-    assert model.headerData(2, Qt.Horizontal) == "± margin (95%)" and model.rowCount() == 75
+    assert model.columnCount() == 2 and model.rowCount() == 75 and published.margin95 is None
+    assert "with no margin of error: the groups are random" in page.status.text()
+
+
+def test_a_release_with_margins_shows_them_in_the_preview(window, qtbot, dialogs):
+    page = window.release_page
+    window.steps.setCurrentRow(4)
+    published = release(window, qtbot, dialogs, mechanism_id="lpa")
+    model = page.table.model()
+    assert model.headerData(2, Qt.Horizontal) == "± margin (95%)" and published.margin95 is not None
+    assert "each with its margin of error" in page.status.text()
 
 
 def test_a_stand_in_comparison_and_the_stewards_own_words(window, qtbot, dialogs):

@@ -32,12 +32,13 @@ def small():
 
 def test_lpa_error_matches_theory():
     data = small()
-    errors = np.concatenate([dpdesk.release(data, "lpa", epsilon=0.5, bound=3, rng=s).values - data.column_counts
-                             for s in range(200)])
+    # bound_holds: nothing of ε estimates what Δ cut off (it cuts nothing here), so the counts get all of it
+    errors = np.concatenate([dpdesk.release(data, "lpa", epsilon=0.5, bound=3, bound_holds=True, rng=s).values
+                             - data.column_counts for s in range(200)])
     assert np.mean(np.abs(errors)) == pytest.approx(discrete_laplace_mean_abs(3 / 0.5), rel=0.03)
     assert np.mean(errors) == pytest.approx(0, abs=0.1)
-    laplace = np.concatenate([dpdesk.release(data, "lpa", epsilon=0.5, bound=3, noise="laplace", rng=s).values
-                              - data.column_counts for s in range(200)])
+    laplace = np.concatenate([dpdesk.release(data, "lpa", epsilon=0.5, bound=3, noise="laplace", bound_holds=True,
+                                             rng=s).values - data.column_counts for s in range(200)])
     assert np.mean(np.abs(laplace)) == pytest.approx(6.0, rel=0.03)  # E|Lap(b)| = b
 
 
@@ -78,10 +79,13 @@ def test_diff_scales_follow_the_index(tmp_path):
     small_noise, large_noise = np.abs(errors[:, gamma == 1]).mean(), np.abs(errors[:, gamma == 10]).mean()
     assert large_noise / small_noise == pytest.approx(10, rel=0.15)
     # a declared bound shrinks α to the Δ largest 1/γ (see the module proof)
-    bounded = dpdesk.release(data, "diff", epsilon=1.0, index=str(index), bound=3, rng=5)
+    bounded = dpdesk.release(data, "diff", epsilon=1.0, index=str(index), bound=3, rng=5, bound_holds=True)
     assert bounded.report["noise_scales"]["alpha"] == pytest.approx(3.0)
-    uniform = dpdesk.release(data, "diff", epsilon=1.0, index="uniform", bound=3, rng=5)
+    uniform = dpdesk.release(data, "diff", epsilon=1.0, index="uniform", bound=3, rng=5, bound_holds=True)
     assert uniform.report["noise_scales"]["alpha"] == pytest.approx(3.0)  # = LPA's Δ/ε
+    # with a bound that may cut, 5% of ε estimates what it cut off (the margins): α follows the counts' ε
+    cut = dpdesk.release(data, "diff", epsilon=1.0, index="uniform", bound=3, rng=5)
+    assert cut.report["noise_scales"]["alpha"] == pytest.approx(3.0 / 0.95)
 
 
 def test_diff_index_problems(tmp_path):

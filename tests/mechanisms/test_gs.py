@@ -309,13 +309,22 @@ def test_budget_report_and_diagnostics(small_data, mechanism):
     release = dpdesk.release(small_data, mechanism, epsilon=epsilon, bound=6, rng=1)
     steps = release.budget_split
     assert sum(step["epsilon"] for step in steps) == pytest.approx(epsilon)
-    if mechanism == "gs":  # the calibrated estimate's noisy total takes its share from the averages
+    # the margins' estimates (the smoothing error; the cut to Δ) take their shares from the averages' half
+    margins = [step for step in steps if step["step"].startswith("estimate of")]
+    unlocated = "too noisy" in release.margin_withheld  # the sample cannot locate large counts: nothing set aside
+    assert [step["step"] for step in margins] == ([] if mechanism == "gs-r" or unlocated else
+                                                   ["estimate of the smoothing error", "estimate of what Δ cut off"])
+    assert unlocated == (mechanism == "gs-s-row")  # 5,000 people, row sampling at Δ = 6: a sample of a few dozen
+    assert all(step["epsilon"] == pytest.approx(0.05 * epsilon) for step in margins)
+    spent = sum(step["epsilon"] for step in margins)
+    if mechanism == "gs":  # the calibrated estimate's noisy total takes its share from the averages too
         share = gs.TOTAL_SHARE * epsilon
-        assert [step["step"] for step in steps] == ["noisy sample t_s", "noisy total of kept items",
-                                                    "noisy group averages"]
-        assert [step["epsilon"] for step in steps] == pytest.approx([epsilon / 2, share, epsilon / 2 - share])
+        assert [step["step"] for step in steps][:3] == ["noisy sample t_s", "noisy total of kept items",
+                                                        "noisy group averages"]
+        assert [step["epsilon"] for step in steps][:3] == pytest.approx([epsilon / 2, share,
+                                                                         epsilon / 2 - share - spent])
     elif mechanism != "gs-r":
-        assert [step["epsilon"] for step in steps] == [epsilon / 2, epsilon / 2]
+        assert [step["epsilon"] for step in steps][:2] == pytest.approx([epsilon / 2, epsilon / 2 - spent])
     report = release.report
     assert report["public_facts"]["declared bound Δ (items per person)"] == 6
     assert report["expected_error"]["text"]
@@ -621,7 +630,7 @@ def test_paper_estimator_reproduces_the_releases_from_before_calibration():
     for (name, bound, epsilon, seed), (w, digest) in PAPER_RELEASES.items():
         data = loaded.setdefault(name, dpdesk.load(DATA / name))
         release = dpdesk.release(data, "gs", epsilon=epsilon, bound=bound, rng=seed, tuning_draws=2,
-                                 estimator="paper")
+                                 estimator="paper", margin_share=0)  # no share for margins: the budget of old
         values = np.ascontiguousarray(release.values, dtype=np.float64)
         assert release.report["chosen_group_size"] == w, (name, seed)
         assert hashlib.sha256(values.tobytes()).hexdigest()[:16] == digest, (name, seed)
@@ -633,7 +642,9 @@ def test_calibrated_release_reports_its_noise_scale_and_budget():
     epsilon, bound = math.log(2), 129
     release = dpdesk.release(data, "gs", epsilon=epsilon, bound=bound, rng=3)
     w = release.report["chosen_group_size"]
-    averages = epsilon / 2 - gs.TOTAL_SHARE * epsilon
+    margins = sum(step["epsilon"] for step in release.report["budget"] if step["step"].startswith("estimate of"))
+    assert margins == pytest.approx((2 if w > 1 else 1) * 0.05 * epsilon)  # the smoothing error (w > 1), the cut to Δ
+    averages = epsilon / 2 - gs.TOTAL_SHARE * epsilon - margins
     assert release.report["expected_error"]["noise_scale"] == pytest.approx(bound / (averages * w))
     steps = {step["step"]: step for step in release.report["budget"]}
     assert steps["noisy total of kept items"]["share"] == pytest.approx(gs.TOTAL_SHARE)

@@ -7,7 +7,11 @@ carry the same declared item list (the workflow's contract after issue #13 S1): 
 nobody in D holds are all-zero columns.
 
 A choice the mechanism pays for with ε (DPSense's θ and α) is a noisy value too: releases
-are compared among those that made the same choice.
+are compared among those that made the same choice. So are the margins (issue 28): their
+estimates (``report['margin_estimates']``) are noisy sums paid for with their own steps, and
+whether a release withholds its margins is decided from those noisy figures; what must be
+equal is their public skeleton — which estimates ran, at which level, with which noise scale —
+and the budget steps that paid for them.
 """
 
 from __future__ import annotations
@@ -97,10 +101,20 @@ def canonical(value):
     return value
 
 
+def margin_skeleton(estimates: dict | None) -> dict | None:
+    """The public part of a release's margin estimates: which ran, at which level, with which noise scale (their
+    noisy figures — and the windows, laid out from the published values — are noisy values)."""
+    if estimates is None:
+        return None
+    public = {"truncation": ("level", "what", "noise_scale"), "smoothing": ("noise_scale",)}
+    return {name: {key: part[key] for key in public[name]} for name, part in estimates.items()}
+
+
 def published(release) -> str:
     """Everything public except the noisy values, the date, the data's hash and the randomness
     source (which names an exploration run's seed; compared on its own), as canonical JSON."""
     report = {k: v for k, v in release.report.items() if k not in ("created", "randomness")}
+    report["margin_estimates"] = margin_skeleton(report.get("margin_estimates"))
     return json.dumps(canonical({
         "report": report, "labels": list(release.labels), "count": len(release.values),
         "budget": release.budget_split, "delta": release.delta, "params": release.params,
@@ -112,12 +126,14 @@ def published(release) -> str:
 
 def paid_choice(release):
     """The part of the output chosen with ε before the counts (DPSense's θ and α; AHP's clusters, chosen from
-    its noisy counts, with what the report says of them: their number, and θ when it is adaptive), or None."""
+    its noisy counts, with what the report says of them: their number, and θ when it is adaptive), and whether
+    the margins were withheld (decided from the margins' noisy estimates), or None."""
     if release.mechanism == "ahp":
         return (json.dumps(release.report["clusters"], sort_keys=True),
-                tuple(step.description for step in release.budget.steps))
+                tuple(step.description for step in release.budget.steps), release.margin_withheld)
     selection = release.report.get("selection")
-    return None if selection is None else (selection["theta"], selection.get("alpha"))
+    chosen = None if selection is None else (selection["theta"], selection.get("alpha"))
+    return (chosen, release.margin_withheld) if release.margin_withheld else chosen
 
 
 def assert_on_lattice(release):

@@ -98,4 +98,4 @@ def test_the_report_says_the_weights_may_be_below_0_and_sum_to_unbiased_totals(a
     assert np.any(release.cells.weights < 0) and np.all(release.cells.values >= 0)
     assert "may be below 0" in notes and "unbiased" in notes and "not drawn into the sample" in notes
     assert publication["form"] == "whole numbers ≥ 0"
-    assert "before cells were selected" in publication["margin95"]
+    assert release.margin95 is None and "chosen because their noisy counts were large" in publication["margin_withheld"]

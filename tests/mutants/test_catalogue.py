@@ -13,7 +13,7 @@ from tests.mutants.catalogue import MUTANTS
 from tests.mutants.run import ROOT, stale
 
 PARTS = {"randomness", "bounding", "discovery", "ledger", "export", "noise", "exact", "release path", "engine", "domain",
-         "stand-in", "recommend", "records"}
+         "stand-in", "recommend", "records", "margins"}
 # issue 22: the four bugs the suite missed, and the two it caught only by accident, with the test file
 # written to catch each
 ISSUE = {"gs-sample-noise-1-over-eps": "test_budget_claims.py", "diff-alpha-times-eps": "test_budget_claims.py",

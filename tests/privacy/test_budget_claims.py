@@ -656,17 +656,67 @@ def test_discovery_of_attribute_values(epsilon):
                      "attribute-value discovery")
 
 
+# --- the margins' estimates (issue 28): noise on the loss and spread sums, read from the releases -----
+
+FAR, FAR_SHARE = 4, 0.2  # the theory's clip (F − 1)·Δ of a person's simulated loss, and the far count's share
+
+
+def test_the_margin_constants_are_the_ones_the_claims_below_assume():
+    from dpdesk.mechanisms import margins
+
+    assert (margins.FAR, margins.FAR_SHARE) == (FAR, FAR_SHARE)
+
+
+def loss_noise(runs, level: int, name: str = "estimate of what Δ cut off"):
+    """The loss step's noise on data where no one holds more than the level: every window's true loss and the true
+    number of far people are 0, so the published estimates are their noise. Sensitivities from the theory: a person
+    adds at most (F − 1)·level lost items over the windows (scale (F − 1)·level/((1 − f)·ε_l)) and 1 far person
+    (scale 1/(f·ε_l)): each part is checked against its share of the step's claimed ε_l."""
+    windows = np.concatenate([r.report["margin_estimates"]["truncation"]["lost_by_window"] for r in runs])
+    far = np.array([r.report["margin_estimates"]["truncation"]["far_people"] for r in runs])
+    claimed = step(runs[0], name)
+    check(measured_epsilon(windows, (FAR - 1) * level, claimed * (1 - FAR_SHARE), what=f"{name}: windows"))
+    check(measured_epsilon(far, 1, claimed * FAR_SHARE, what=f"{name}: far people"))
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_lpa_estimate_of_what_the_bound_cut_off(epsilon):
+    bound = 3
+    data = people(200, 12, bound, seed=31)
+    loss_noise(releases(data, "lpa", epsilon, 700, seed=32, bound=bound), bound)
+
+
+@pytest.mark.parametrize("epsilon", EPSILONS)
+def test_gs_estimate_of_the_smoothing_error(epsilon):
+    """Every item held by the same number of people (200 of 96 items, rows of 3 items): every group's smoothing
+    error Σ|c_i − c̄_g| is 0 exactly, so the published window totals are their noise. A person with m_g kept items in
+    group g moves it by at most 2·m_g(1 − m_g/|g|) ≤ 2·m_g, at most 2Δ' in all: scale 2Δ'/ε_a per window total (a
+    window of groups of s items adds DL(s·2Δ'/ε_a) to its s-times total, s = w = Δ' = 3 here: 96 = 32 groups)."""
+    bound, items, count = 3, 96, 200
+    cols = (np.arange(count * items) % items).reshape(-1, bound)
+    data = dpdesk.from_matrix(rows_matrix(list(cols), items))
+    runs = releases(data, "gs-s-col", epsilon, 350, seed=33, bound=bound)
+    assert all("smoothing" in r.report["margin_estimates"] for r in runs)  # located: the estimates ran every time
+    spread = np.concatenate([r.report["margin_estimates"]["smoothing"]["smoothing_error_by_window"] for r in runs])
+    check(measured_epsilon(np.round(np.asarray(spread) * bound), bound * 2 * bound,
+                           step(runs[0], "estimate of the smoothing error"), what="GS-S smoothing error"))
+    # (the GS family's loss step is LPA's, the same function with windows over the groups: measured above)
+
+
 # --- every step of every budget table is measured above -----------------------------------------
 
 MEASURED = {
     # mechanism: the budget steps the tests above measure
-    "lpa": {"noisy counts"},
+    "lpa": {"noisy counts", "estimate of what Δ cut off"},
     "alpa": {"noisy average"},
-    "diff": {"indexed noisy counts"},
+    "diff": {"indexed noisy counts", "estimate of what Δ cut off"},  # the loss step: as LPA's (one function)
     "gs-r": {"noisy group averages"},
-    "gs-s-row": {"noisy sample t_s", "noisy group averages"},
-    "gs-s-col": {"noisy sample t_s", "noisy group averages"},
-    "gs": {"noisy sample t_s", "noisy total of kept items", "noisy group averages"},
+    "gs-s-row": {"noisy sample t_s", "noisy group averages", "estimate of the smoothing error",
+                 "estimate of what Δ cut off"},
+    "gs-s-col": {"noisy sample t_s", "noisy group averages", "estimate of the smoothing error",
+                 "estimate of what Δ cut off"},
+    "gs": {"noisy sample t_s", "noisy total of kept items", "noisy group averages", "estimate of the smoothing error",
+           "estimate of what Δ cut off"},
     "ahp": {"noisy counts for clustering", "noisy cluster averages",
             "noisy cluster averages and median of the small counts"},
     "fpa": {"noisy Fourier coefficients"},

@@ -157,7 +157,8 @@ def test_record_stores_every_field_and_chains(ledger, data):
     assert first.id == 2 and first.prev_hash == genesis.hash and first.kind == "release"
     assert first.fingerprint == data.origin.fingerprint and first.dataset == "small"
     assert first.mechanism == "lpa" and first.epsilon == 0.25 and first.delta == 0.0
-    assert first.parameters == {"bound": 3, "noise": "geometric", "clamp": False}
+    assert first.parameters == {"bound": 3, "noise": "geometric", "clamp": False, "margin_share": 0.05,
+                                "bound_holds": False}
     assert first.budget == release.budget.as_list()
     assert first.files == {"release.csv": HASH}
     assert first.software == f"dpdesk {dpdesk.__version__}" and first.time == release.created

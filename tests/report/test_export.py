@@ -159,7 +159,7 @@ def test_the_workflow_always_releases_with_secure_randomness(dpdesk_home, data, 
 # -- formats ---------------------------------------------------------------------------------------------
 def test_csv_parquet_and_json_hold_the_same_release_and_public_metadata(dpdesk_home, data, tmp_path):
     out = tmp_path / "out"
-    paths = release_to_files(data, "lpa", 0.5, {"bound": 4}, out, formats=("csv", "parquet", "json"),
+    paths = release_to_files(data, "lpa", 0.5, {"bound": 4, "bound_holds": True}, out, formats=("csv", "parquet", "json"),
                              chosen_how="on public stand-in data before seeing any result")
     assert [p.name for p in paths] == ["release.csv", "release.parquet", "release.json"]
     csv = pd.read_csv(out / "release.csv", dtype={"item": str})
@@ -171,7 +171,8 @@ def test_csv_parquet_and_json_hold_the_same_release_and_public_metadata(dpdesk_h
         assert np.array_equal(table["noisy_count"].to_numpy(), csv["noisy_count"].to_numpy())
     assert metadata["epsilon"] == 0.5 and metadata["mechanism"]["id"] == "lpa"
     assert metadata["budget"] == [{"step": "noisy counts", "epsilon": 0.5, "share": 1.0,
-                                   "description": "noise of scale Δ/ε = 8 on every count"}]
+                                   "description": "noise of scale Δ/ε_c = 8 on every count, where ε_c = 0.5 is this "
+                                                  "step's ε"}]
     assert metadata["parameters"]["bound"] == 4 and metadata["dataset"] == {"name": "shop"}
     assert metadata["files_sha256"] == {"release.csv": sha256_bytes((out / "release.csv").read_bytes()),
                                         "release.parquet": sha256_bytes((out / "release.parquet").read_bytes())}

@@ -61,8 +61,8 @@ def test_released_through_the_workflow_the_report_has_every_part(dpdesk_home, da
     assert f"{math.exp(0.7):.4g}" in text
     posterior, odds = odds_after(0.7, 0.5)
     assert f"at most {100 * posterior:.3g}%" in text and f"at most {odds:.3g} : 1" in text
-    # expected error from public parameters, with the clamping note
-    scale = 3 / 0.7
+    # expected error from public parameters, with the clamping note (the counts' ε: 5% estimated what Δ cut off)
+    scale = 3 / (0.7 * 0.95)
     assert "95% of counts lie within ±" in text and "of the count without noise" in text and f"{scale:,.3g}" in text
     assert "Negative noisy counts are set to 0" in text
     # the dataset name, escaped

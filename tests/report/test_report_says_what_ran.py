@@ -17,7 +17,7 @@ import scipy.sparse as sp
 import dpdesk
 from dpdesk.data.domain import HOW_DISCOVERED, DomainDeclaration
 from dpdesk.mechanisms import gs
-from dpdesk.mechanisms.publish import discrete_laplace_margin, publish
+from dpdesk.mechanisms.publish import discrete_laplace_margin, publish, published_margin
 from dpdesk.privacy.noise import discrete_laplace_quantile, laplace_quantile
 from dpdesk.report.export import COLUMNS, column_meanings, render_release
 from dpdesk.report.public import fmt, public_report_html
@@ -104,7 +104,8 @@ def test_every_gs_budget_step_names_its_own_epsilon_and_the_scale_matches_it(mec
         scale = re.search(r"noise of scale ([^=]+) = ([0-9.e+-]+)", step["description"])
         formula, printed = scale.group(1), float(scale.group(2))
         w = release.report.get("chosen_group_size") or 3
-        expected = {"1/ε_s": 1, "1/ε_g": 1, "Δ/(ε_g·w*)": 3 / w, "Δ/ε_t": 3}[formula] / step["epsilon"]
+        expected = {"1/ε_s": 1, "1/ε_g": 1, "Δ/(ε_g·w*)": 3 / w, "Δ/ε_t": 3, "2Δ/ε_a": 6,
+                    "3Δ/(0.8·ε_l)": 9 / 0.8}[formula] / step["epsilon"]
         assert printed == pytest.approx(expected, rel=1e-5), step
         assert "Δ′" not in step["description"]  # d = 12 ≥ Δ = 3: the declared Δ is the one used
 
@@ -198,7 +199,9 @@ def test_dyadic_columns_are_ranges_not_cells():
 def test_lpa_error_text_and_table_quote_the_same_rounded_up_figure(noise):
     release = dpdesk.release(incidence(), "lpa", epsilon=0.69, bound=8, noise=noise, rng=1)
     expected = release.report["expected_error"]
-    quantile = (laplace_quantile if noise == "laplace" else discrete_laplace_quantile)(8 / 0.69, 0.95)
+    counts_epsilon = next(s["epsilon"] for s in release.report["budget"] if s["step"] == "noisy counts")
+    assert counts_epsilon == pytest.approx(0.69 * 0.95)  # the rest estimates what Δ cut off, for the margins
+    quantile = (laplace_quantile if noise == "laplace" else discrete_laplace_quantile)(8 / counts_epsilon, 0.95)
     assert expected["within_95"] >= quantile and expected["within_95"] == np.ceil(quantile - 1e-9)
     assert f"±{fmt(expected['within_95'])} " in expected["text"]  # the table prints fmt(within_95)
 
@@ -214,6 +217,9 @@ def test_gs_error_text_and_table_quote_the_same_rounded_up_figure(mechanism_id):
 
 
 def test_alpa_error_text_quotes_the_margin_of_its_noise():
-    release = publish(secure_run(incidence(), "alpa", epsilon=0.69, bound=8), raw=True)
-    margin = float(release.margin95[0])
+    """ALPA publishes no margin (its one average hides how far each count is from it); its "Error to expect"
+    quotes the noise's margin, as margin95 would have published it."""
+    release = secure_run(incidence(), "alpa", epsilon=0.69, bound=8)
+    margin = float(published_margin(np.asarray(release.noise_margin, dtype=float), whole=False))
+    assert publish(release, raw=True).margin95 is None
     assert f"±{fmt(margin)} " in release.report["expected_error"]["text"]

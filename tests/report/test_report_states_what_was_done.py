@@ -234,7 +234,7 @@ def test_the_first_page_uses_the_releases_own_form_text():
 
 def test_one_item_is_not_plural(tmp_path):
     data = small_data("clinic", seed=4, rows=60, items=12)
-    release = as_released(dpdesk.release(data, "lpa", epsilon=0.5, rng=2, bound=3))
+    release = as_released(dpdesk.release(data, "lpa", epsilon=0.5, rng=2, bound=3, bound_holds=True))
     release.report["public_facts"]["number of items (d)"] = 1
     release.values, release.labels, release.margin95 = release.values[:1], release.labels[:1], release.margin95[:1]
     text = text_of(public_report_html(release, HASHES))
@@ -242,11 +242,16 @@ def test_one_item_is_not_plural(tmp_path):
 
 
 def test_the_first_pages_margin_promise_is_the_one_that_holds():
-    """A summary lists cells chosen by their noisy values: its margin bounds the noise before the
-    choice; a table published whole keeps the general promise."""
+    """A summary lists cells chosen by their noisy values, which no margin covers: it publishes none and the
+    first page says why; a table with noise on every cell promises the margin of the true count, and says
+    what it covers."""
     def first_page(mechanism, **params):
         release = as_released(dpdesk.release(crafted_cells(), mechanism, epsilon=0.5, rng=3, **params))
         return text_of(public_report_html(release, HASHES)).split("The release at a glance", 1)[0]
 
-    assert "before cells were selected" in first_page("filter2", threshold=5)
-    assert "before cells were selected" not in first_page("geometric")
+    selected = first_page("filter2", threshold=5)
+    assert "No margin of error is published: the listed cells were chosen because their noisy counts" in selected
+    assert "none published" in selected and "95 times in 100" not in selected
+    every = first_page("geometric")
+    assert ("The true count of each cell lies within ±margin95 (the last column) of its published value 95 times "
+            "in 100: the margin covers the noise, which is the whole error") in every

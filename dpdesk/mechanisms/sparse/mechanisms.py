@@ -428,8 +428,11 @@ class SparseMechanism(Mechanism):
         cells = CellSummary(summary.indices.astype(np.int64), summary.values.astype(np.int64),
                             summary.weights, info)
         internal = {"nonzero_cells": data.n_cells, "total": data.total, **summary.internal}
+        noise = discrete_laplace_margin(scale)
+        withheld = self.no_margin(params)
         release = self.new_release(data, epsilon, params, budget, source, cells=cells, internal=internal,
-                                   noise_margin=discrete_laplace_margin(scale))
+                                   noise_margin=noise, error_margin=None if withheld else noise,
+                                   margin_withheld=withheld)
         report = release.report
         method = self.method_of(params)
         how = _facts_text(method, _uses(method, params), params, estimates)
@@ -600,22 +603,26 @@ class SparseMechanism(Mechanism):
                 summary[PRE_PUBLICATION] = before
             report["summary"] = summary
 
-    def margin_meaning(self, params) -> str | None:
-        """The margin95 column's meaning when the listed cells were selected by their noisy values."""
-        if self.method_of(params) == "geometric":
-            return None  # every cell gets noise and a cell not listed reads as 0: the general meaning holds
-        item = "range" if self.id == "dyadic" else "cell"
-        return ("The margin of error of the value in the same row, from public settings only: the noise added to a "
-                f"{item}'s count before {item}s were selected (filtered or sampled) lies within ±margin95 at least "
-                f"95% of the time. The listed {item}s were selected because their noisy counts were large, so among "
-                f"listed {item}s with small true counts the error exceeds the margin more often than that.")
+    margins_published = True  # geometric, sketch and a dyadic geometric transform; selections withhold them
 
-    def margin_notes(self, params):
-        notes = []  # that listed cells were selected by their noisy values is in the margin's meaning
-        if self.method_of(params) not in ("geometric", "filter", "filter2"):
-            notes.append("It applies to the value column; the weights also carry the error of sampling, which "
-                         "depends on the data.")
-        return tuple(notes)
+    def no_margin(self, params) -> str:
+        """Why no margin of error is published (selected cells), or "" (every cell has noise, none selected).
+
+        The geometric mechanism lists every cell (one not listed reads as 0, its noise below 1): a value is its
+        true count plus noise, so the noise's margin covers its whole error. A filter or a sample lists a cell
+        because its noisy count was large: a listed cell with a small true count was listed because its noise
+        was large, so among the listed cells the noise's margin fails more often than 5% of the time, by an
+        amount that depends on how many small counts the table holds, which nothing private bounds per cell."""
+        if self.method_of(params) == "geometric":
+            return ""
+        item = "range" if self.id == "dyadic" else "cell"
+        return (f"the listed {item}s were chosen because their noisy counts were large, so a listed {item} with a "
+                f"small true count is often further off than the noise's margin, by an amount no private value "
+                f"bounds {item} by {item}")
+
+    def margin_covers(self, params):
+        item = "range" if self.id == "dyadic" else "cell"
+        return f"the noise, which is the whole error: every {item} of the table got noise and none was selected"
 
     def expected_error(self, epsilon, params, facts):
         domain = facts.get("domain size m (cells)")
@@ -839,9 +846,10 @@ class Sketch(SparseMechanism):
         info = {"kind": "sketch", "domain_size": int(data.domain_size), "width": width, "depth": depth,
                 "hash_key": key.hex(), "index_bytes": index_bytes(data.domain_size)}
         cells = CellSummary(np.arange(width * depth, dtype=np.int64), values, None, info)
+        noise = discrete_laplace_margin(depth / epsilon)
         release = self.new_release(data, epsilon, params, budget, source, cells=cells,
                                    internal={"nonzero_cells": data.n_cells, "total": data.total},
-                                   noise_margin=discrete_laplace_margin(depth / epsilon))
+                                   noise_margin=noise, error_margin=noise)
         release.report["summary"] = {
             "method": "count sketch", "width w": width, "depth d": depth, "sensitivity d": depth,
             "noise scale d/ε": depth / epsilon, "hash": "simple tabulation; tables = SHA-256(key ‖ counter), "
@@ -862,12 +870,13 @@ class Sketch(SparseMechanism):
     def form_report(self, report, cells, params, whole):
         """Every bucket is published in both forms: nothing in the report depends on the form."""
 
-    def margin_meaning(self, params):
-        return None  # noise on every bucket, nothing selected: the general meaning holds
+    def no_margin(self, params):
+        return ""
 
-    def margin_notes(self, params):
-        return ("It is the noise on each bucket; a cell's estimate read from its bucket also includes the other "
-                "cells hashed to the same bucket, which depends on the data.",)
+    def margin_covers(self, params):
+        return ("the noise on each bucket, which is its whole error against the bucket's true value (the signed sum "
+                "of the cells hashed to it); a cell's estimate read from a bucket also carries the other cells hashed "
+                "there, which no margin covers")
 
     def report_notes(self, params):
         yield ("The hash functions are drawn before the data is read and published; exact discrete Laplace noise "
