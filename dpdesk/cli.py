@@ -295,7 +295,6 @@ def _print_summary(summary: dict, *, spent: bool) -> None:
 
 
 def cmd_release(args) -> int:
-    from .loading import load
     from .workflow import NOT_COMPARED, default_dataset_name, discovery_plan, observed_choice, release_to_files
 
     items = _declaration(args)

@@ -17,7 +17,6 @@ the GUI's Configure and Release pages call :func:`margin_preview` (no Qt here).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np

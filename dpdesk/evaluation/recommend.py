@@ -44,7 +44,7 @@ from pathlib import Path
 from ..errors import DataError, ParameterError, RecommendationError
 from ..privacy.budget import check_epsilon
 from .arms import (Declared, SITUATIONS, choices_for, feature_values, features_for, margin_choices, parse_choice,
-                   proposed_bound, publishes_margins, situation_of)
+                   proposed_bound, situation_of)
 from .goals import Goal, parse_goal, rule_goals
 
 RULE_SCHEMA = "dpdesk-recommendation-rule/2"
