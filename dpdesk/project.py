@@ -87,6 +87,7 @@ SCHEMA = _object({
         "epsilons": ("list", _number(True)), "repeats": _whole(1), "seed": _either(_whole(0), NULL),
         "epsilon": _number(True), "bound": _either(_whole(1), NULL),
         "typical_row_length": _either(_number(True), NULL),  # declared, for the recommendation
+        "goal": _text(True),  # what matters most: all, largest[:K] or target:N,R (evaluation.goals)
         # comparisons run in the app (public settings only), for the report's "what dpdesk observed"
         "runs": ("list", _object({
             "on_true_data": FLAG, "standin": _text(), "mechanisms": ("list", _text(True)),

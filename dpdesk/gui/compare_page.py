@@ -30,6 +30,7 @@ from .. import mechanisms as registry
 from ..loading import load
 from ..errors import DpdeskError, ParameterError
 from ..evaluation.compare import Entry, run_comparison
+from ..evaluation.goals import comparison_metric
 from ..evaluation.metrics import LOWER_IS_BETTER, METRIC_LABELS, top_k, topk_accuracies
 from ..evaluation.summaries import error_vs_range_size, error_vs_summary_size
 from ..evaluation.standin import DeclaredFacts, declared_shape, synthetic_cells, synthetic_incidence
@@ -352,10 +353,22 @@ class ComparePage(QWidget):
             self.on_synthetic.setChecked(True)  # back to the safe default
 
     def _declared_changed(self) -> None:
-        """The synthetic stand-in follows the steward's declared typical row length."""
+        """The synthetic stand-in follows the steward's declared typical row length; the error measure shown
+        first follows what matters most to the steward (Configure page), when that answer changes."""
         length = self.state.typical_row_length
         if length is not None and abs(self.fact_mean.value() - length) > 1e-9:
             self.fact_mean.setValue(length)
+        if self.state.goal != getattr(self, "_goal_followed", "all"):
+            self._goal_followed = self.state.goal
+            try:
+                metric, settings = comparison_metric(self.state.goal)
+            except DpdeskError:
+                return
+            if "k" in settings:
+                self.k.setValue(int(settings["k"]))
+            index = self.metric.findData(metric)
+            if index >= 0:
+                self.metric.setCurrentIndex(index)
 
     def _mode_changed(self) -> None:
         true_data = self.on_true.isChecked()

@@ -21,10 +21,12 @@ from ..data.domain import HOW_DISCOVERED
 from ..errors import DpdeskError
 from ..privacy import planner
 from ..privacy.planner import odds_after
+from ..evaluation.goals import DEFAULT_K, GOAL_CHOICES, GOAL_QUESTION, goal_from_answers, parse_goal
 from ..evaluation.recommend import declared_size, recommend
 from ..mechanisms.base import PURPOSES, purpose_of
 from .state import AppState
 from .widgets import Badge, Banner, DecimalSpinBox, ResponsiveRow, bold, buddy_label, explanation, heading
+from .margin_preview import MarginPreviewRow, declared_size_or_why
 
 EPS_MIN, EPS_MAX, SLIDER_STEPS = 0.01, 10.0, 1000
 # ε named by what it means for the steward; ln 1.5 and ln 3 are DPSense's worked examples, ln 2
@@ -385,6 +387,95 @@ class RecommendationPanel(QFrame):
         self.use_button.setText("Use the recommendation")
 
 
+class GoalBox(QGroupBox):
+    """The question the recommendation is learnt for: what matters most in this release (issue 28).
+
+    Its answer is a goal in ``dpdesk recommend --goal``'s words (``all``, ``largest:K``, ``target:N,R``);
+    the extra numbers show only for the answer that needs them."""
+
+    changed = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(GOAL_QUESTION, parent)
+        layout = QFormLayout(self)
+        layout.setRowWrapPolicy(QFormLayout.WrapLongRows)
+        self.choice = QComboBox()
+        for kind, answer, _needs in GOAL_CHOICES:
+            self.choice.addItem(answer, kind)
+        self.choice.setAccessibleName(GOAL_QUESTION)
+        layout.addRow(buddy_label("What matters most:", self.choice), self.choice)
+        self.k = QSpinBox()
+        self.k.setRange(1, 10**6)
+        self.k.setValue(DEFAULT_K)
+        self.k.setAccessibleName("How many of the largest counts matter")
+        self.k_label = buddy_label("How many of the largest counts:", self.k)
+        layout.addRow(self.k_label, self.k)
+        self.count = QSpinBox()
+        self.count.setRange(1, 10**9)
+        self.count.setValue(1000)
+        self.count.setGroupSeparatorShown(True)
+        self.count.setAccessibleName("Counts of at least this number")
+        self.count_label = buddy_label("Counts of at least N =", self.count)
+        layout.addRow(self.count_label, self.count)
+        self.percent = DecimalSpinBox()
+        self.percent.setRange(0.1, 100)
+        self.percent.setDecimals(1)
+        self.percent.setValue(10)
+        self.percent.setSuffix(" %")
+        self.percent.setAccessibleName("Within this percentage of their true value")
+        self.percent_label = buddy_label("within ± R =", self.percent)
+        layout.addRow(self.percent_label, self.percent)
+        layout.addRow(explanation(
+            "The recommendation is chosen for this: the mean error over every count, the relative error of the "
+            "largest counts (what a reader looks at first), or how many counts above a number land within a "
+            "percentage of the truth. The Compare page measures the same first."))
+        self._filling = False
+        self.choice.currentIndexChanged.connect(self._changed)
+        for box in (self.k, self.count):
+            box.valueChanged.connect(self._changed)
+        self.percent.valueChanged.connect(self._changed)
+        self._show_numbers()
+
+    def goal(self) -> str:
+        """The answer in ``--goal``'s words, checked as ``--goal`` is."""
+        kind = self.choice.currentData()
+        goal_from_answers(kind, k=self.k.value(), count=self.count.value(), percent=self.percent.value())
+        return _goal_text(kind, self.k.value(), self.count.value(), self.percent.value())
+
+    def set_goal(self, text: str) -> None:
+        goal = parse_goal(text)
+        self._filling = True
+        self.choice.setCurrentIndex(max(self.choice.findData(goal.kind), 0))
+        if goal.kind == "largest":
+            self.k.setValue(goal.k)
+        if goal.kind == "target":
+            self.count.setValue(int(goal.count))
+            self.percent.setValue(goal.percent)
+        self._filling = False
+        self._show_numbers()
+
+    def _show_numbers(self) -> None:
+        kind = self.choice.currentData()
+        for widget in (self.k, self.k_label):
+            widget.setVisible(kind == "largest")
+        for widget in (self.count, self.count_label, self.percent, self.percent_label):
+            widget.setVisible(kind == "target")
+
+    def _changed(self, *_args) -> None:
+        self._show_numbers()
+        if not self._filling:
+            self.changed.emit(self.goal())
+
+
+def _goal_text(kind: str, k: int, count: int, percent: float) -> str:
+    """``--goal``'s words for an answer."""
+    if kind == "largest":
+        return f"largest:{k}"
+    if kind == "target":
+        return f"target:{count},{percent:g}"
+    return "all"
+
+
 class MechanismRow(QFrame):
     """One mechanism in the list: tick to compare, its full name (wrapped, never cut), what it does,
     and its paper behind one click."""
@@ -519,6 +610,8 @@ class ConfigurePage(QWidget):
             "holds about 4 products”), never read from the data. dpdesk uses it to recommend a mechanism (and to "
             "propose Δ when you declare none), and the synthetic stand-in on the Compare page is shaped by it."))
         right_layout.addWidget(self.bound_box)
+        self.goal_box = GoalBox()
+        right_layout.addWidget(self.goal_box)
         self.details = QGroupBox("Selected mechanism")
         self.details_layout = QVBoxLayout(self.details)
         self.description = explanation("Select a mechanism on the left.")
@@ -529,6 +622,9 @@ class ConfigurePage(QWidget):
         self.expected = Banner("", "info")
         self.expected.setAccessibleDescription("Expected error")
         self.details_layout.addWidget(self.expected)
+        # the margins each value would get, on a stand-in shaped by the declared facts (issue 28)
+        self.margin_preview = MarginPreviewRow(self._preview_inputs)
+        self.details_layout.addWidget(self.margin_preview)
         right_layout.addWidget(self.details)
         right_layout.addStretch(1)
         # ε and the declarations beside the list when the page is wide enough; above it when it is not
@@ -545,7 +641,11 @@ class ConfigurePage(QWidget):
         self.epsilon.changed.connect(self._epsilon_changed)
         self.bound.valueChanged.connect(self._bound_changed)
         self.typical.valueChanged.connect(self._typical_changed)
+        self.goal_box.changed.connect(self.state.set_goal)
         state.dataset_changed.connect(self.rebuild)
+        state.config_changed.connect(self._forget_preview)
+        state.epsilon_changed.connect(lambda _e: self._forget_preview())
+        state.publication_changed.connect(self._forget_preview)
         state.config_changed.connect(self._update_expected)
         state.config_changed.connect(self._sync_declared)
         state.config_changed.connect(self._sync_ticks)
@@ -628,6 +728,11 @@ class ConfigurePage(QWidget):
             self.bound.setValue(self.state.bound or 0)
         if abs(self.typical.value() - (self.state.typical_row_length or 0)) > 1e-9:
             self.typical.setValue(self.state.typical_row_length or 0)
+        if self.goal_box.goal() != self.state.goal:
+            try:
+                self.goal_box.set_goal(self.state.goal)
+            except DpdeskError:  # a project file's misspelt goal: the recommendation says why
+                pass
         self._filling = False
         proposed = self.state.bound_proposed and self.state.bound is not None
         self.bound_note.setVisible(proposed)
@@ -707,7 +812,8 @@ class ConfigurePage(QWidget):
                 "about how many items a typical person holds — and dpdesk recommends a mechanism from it.")
             return
         try:
-            advice = recommend(data.kind, self.declared_domain_size(), self.state.epsilon, bound, length)
+            advice = recommend(data.kind, self.declared_domain_size(), self.state.epsilon, bound, length,
+                               goal=self.state.goal)
         except DpdeskError as error:
             self.recommendation.show_missing(f"No recommendation yet: {error}")
             return
@@ -740,6 +846,7 @@ class ConfigurePage(QWidget):
     # -- parameter form ------------------------------------------------------------------
     def _show_settings(self, mechanism_id: str) -> None:
         self.current = mechanism_id
+        self._forget_preview()
         mechanism = registry.get(mechanism_id)
         self.details.setTitle("Selected: " + mechanism.name)
         self.description.setText(f"{mechanism.summary}<br><i>Source: {mechanism.paper}, {mechanism.reference}.</i>")
@@ -760,6 +867,18 @@ class ConfigurePage(QWidget):
             self.form.addRow(QLabel("No settings beyond ε" + (" and Δ." if any(p.name == "bound" for p in
                                                                               mechanism.params) else ".")))
         self._update_expected()
+
+    def _preview_inputs(self) -> tuple:
+        """What the margin preview runs: the selected mechanism with its settings, on the declared shape."""
+        if not self.current:
+            raise DpdeskError("select a mechanism first.")
+        size = declared_size_or_why(self.state, self.declared_domain_size)
+        data = self.state.dataset
+        length = self.state.typical_row_length if data.kind == "incidence" else None
+        return data.kind, self.current, self.state.epsilon, self.state.params_for(self.current), size, length
+
+    def _forget_preview(self) -> None:
+        self.margin_preview.forget()
 
     def _param_changed(self, name: str, value) -> None:
         if self.current:

@@ -16,11 +16,13 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
 
 from .. import mechanisms as registry
 from ..errors import DatasetNameError, DpdeskError, ParameterError
+from ..evaluation.recommend import declared_size
 from ..privacy.planner import odds_after
 from ..privacy.ledger import Ledger
 from ..workflow import (CHOSEN_ON_STANDIN, CHOSEN_ON_TRUE_DATA, DEFAULT_CHOSEN, INTERNAL_REPORT_FILE, REPORT_FILES,
                         export_release, internal_reports_dir, observed_choice, secure_release, stated_default)
 from .configure_page import EPS_MAX, EPS_MIN, settings_in_words
+from .margin_preview import MarginPreviewRow, declared_size_or_why
 from .state import AppState
 from .widgets import (Banner, DecimalSpinBox, ResponsiveRow, ThemedPlot, buddy_label, colour, error_text, explanation,
                       heading, name_text, narrow_combo, show_error)
@@ -119,6 +121,9 @@ class ReleasePage(QWidget):
         form.addRow("ε:", self.epsilon)
         form.addRow("Settings:", self.params)
         form.addRow("Published as:", self.raw)
+        # the margins the release would publish, previewed on a stand-in before anything is spent (issue 28)
+        self.margin_preview = MarginPreviewRow(self._preview_inputs)
+        form.addRow("Margins of error:", self.margin_preview)
         chosen = QVBoxLayout()
         chosen.setContentsMargins(0, 0, 0, 0)
         chosen.setSpacing(2)
@@ -216,6 +221,9 @@ class ReleasePage(QWidget):
         state.config_changed.connect(self.update_choice)
         state.dataset_changed.connect(self._forget_choice)
         self.mechanism.currentIndexChanged.connect(self.update_choice)
+        for signal in (self.mechanism.currentIndexChanged, self.epsilon.valueChanged, self.raw.toggled,
+                       state.config_changed, state.publication_changed, state.dataset_changed):
+            signal.connect(lambda *_: self.margin_preview.forget())
         self._choice_edited = False
         self._setting_choice = False
         self._recommendation_seen = None  # the last "Use the recommendation" this page has followed
@@ -223,6 +231,17 @@ class ReleasePage(QWidget):
         self.epsilon.setValue(state.epsilon)
         self.rebuild()
         self.update_choice()
+
+    def _preview_inputs(self) -> tuple:
+        """What the margin preview runs: the mechanism about to be released, at this ε, on the declared shape."""
+        data, mechanism_id = self.state.dataset, self.mechanism.currentData()
+        if mechanism_id is None:
+            raise DpdeskError("choose a mechanism first.")
+        size = declared_size_or_why(self.state, lambda: declared_size(
+            self.state.domain_declaration, data.source.get("path"), data.kind, loaded=data))
+        length = self.state.typical_row_length if data.kind == "incidence" else None
+        params = dict(self.state.params_for(mechanism_id))
+        return data.kind, mechanism_id, self.epsilon.value(), params, size, length
 
     # -- how the mechanism was chosen ------------------------------------------------------
     def _choice_changed(self, text: str) -> None:

@@ -29,7 +29,7 @@ DEFAULT_EPSILON = math.log(2)
 # what the steward declared or chose about one dataset: a new dataset starts from its own (or from
 # nothing), never from the facts of the dataset before it (a web shop's Δ is not the census's)
 DECLARED = ("configurations", "bound", "bound_proposed", "typical_row_length", "recommendation_used", "epsilon",
-            "release_choice")
+            "release_choice", "goal")
 
 
 class AppState(QObject):
@@ -57,6 +57,9 @@ class AppState(QObject):
         # {"mechanism": id, "chosen_how": sentence} once "Use the recommendation" was pressed
         self.recommendation_used: dict | None = None
         self.epsilon: float = DEFAULT_EPSILON
+        # what matters most in the release, as ``dpdesk recommend --goal`` takes it (evaluation.goals): the
+        # recommendation is learnt for it and the comparison's first measure follows it
+        self.goal: str = "all"
         self.compare_settings: dict = {"epsilons": [0.1, 0.4, math.log(2), 1.1, 2.0], "repeats": 10, "seed": 1}
         self.comparison = None
         self.comparison_dataset = None  # the data the comparison ran on (true data or a stand-in)
@@ -119,9 +122,9 @@ class AppState(QObject):
         """The declarations of one dataset (None: a dataset with none yet)."""
         declared = declared or {"configurations": {}, "bound": None, "bound_proposed": False,
                                 "typical_row_length": None, "recommendation_used": None,
-                                "epsilon": DEFAULT_EPSILON, "release_choice": {}}
+                                "epsilon": DEFAULT_EPSILON, "release_choice": {}, "goal": "all"}
         for name in DECLARED:
-            setattr(self, name, copy.deepcopy(declared[name]))
+            setattr(self, name, copy.deepcopy(declared.get(name, "all" if name == "goal" else None)))
 
     # -- configuration -----------------------------------------------------------------
     def enabled(self) -> list[Configuration]:
@@ -149,6 +152,13 @@ class AppState(QObject):
         self.bound_proposed = False  # the steward's own declaration from now on
         self.dirty = True
         self.config_changed.emit()
+
+    def set_goal(self, goal: str) -> None:
+        """What matters most (``all``, ``largest:K`` or ``target:N,R``, checked by the caller)."""
+        if goal != self.goal:
+            self.goal = goal
+            self.dirty = True
+            self.config_changed.emit()
 
     def set_typical_row_length(self, length: float | None) -> None:
         self.typical_row_length = length
@@ -232,6 +242,7 @@ class AppState(QObject):
         compare["epsilon"] = self.epsilon
         compare["bound"] = self.bound
         compare["typical_row_length"] = self.typical_row_length
+        compare["goal"] = self.goal
         compare["runs"] = list(self.comparison_runs)  # read by `dpdesk release --project` for the report
         release = dict(self.release_choice)
         if self.dataset_name:
@@ -256,6 +267,7 @@ class AppState(QObject):
         self.bound = int(bound) if bound is not None else None
         length = compare.pop("typical_row_length", None)
         self.typical_row_length = float(length) if length is not None else None
+        self.goal = str(compare.pop("goal", None) or "all")
         self.compare_settings.update({k: v for k, v in compare.items() if k in ("epsilons", "repeats", "seed")})
         self.comparison_runs = list(compare.get("runs") or [])
         self._from_project = True
