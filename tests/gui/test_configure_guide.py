@@ -119,9 +119,9 @@ def test_the_recommendation_never_reads_the_data(window, monkeypatch, sample):
     seen = []
     real = configure_page.recommend
 
-    def spy(kind, domain_size, epsilon, bound=None, typical_row_length=None):
+    def spy(kind, domain_size, epsilon, bound=None, typical_row_length=None, **asked):
         seen.append((kind, domain_size, round(epsilon, 4), bound, typical_row_length))
-        return real(kind, domain_size, epsilon, bound, typical_row_length)
+        return real(kind, domain_size, epsilon, bound, typical_row_length, **asked)
 
     monkeypatch.setattr(configure_page, "recommend", spy)
 
