@@ -46,7 +46,7 @@ def run_app() -> int:
     from PySide6.QtGui import QTextDocument
     from PySide6.QtWidgets import QLabel
 
-    from dpdesk.data import load
+    from dpdesk.loading import load
     from dpdesk.data.domain import DomainDeclaration
     from dpdesk.gui.app import make_app
     from dpdesk.gui.main_window import PAGE_KEYS, MainWindow

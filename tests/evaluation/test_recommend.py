@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import dpdesk
+import dpdesk.loading
 from dpdesk.data.domain import HOW_LIST, HOW_PUBLIC_DATA, HOW_RANGE, DomainDeclaration, ItemDomain, PublicView
 from dpdesk.errors import ParameterError, RecommendationError
 from dpdesk.evaluation import recommend as rec
@@ -270,14 +271,14 @@ def test_the_recommendation_never_reads_the_data(tmp_path, data_dir, monkeypatch
     def no_loading(*args, **kwargs):
         raise AssertionError("the data file was loaded")
 
-    monkeypatch.setattr(dpdesk.data, "load", no_loading)
+    monkeypatch.setattr(dpdesk.loading, "load", no_loading)
     expected = recommend("incidence", 300, 0.69, bound=12, typical_row_length=5, rule=rule)
     for path in (data_dir / "retail.dat.gz", data_dir / "chess.dat.gz"):  # different data, the same declaration
         for items in (DomainDeclaration(HOW_RANGE, size=300), DomainDeclaration(HOW_LIST, path=str(labels))):
             advice = recommend_for_file(path, 0.69, items=items, bound=12, typical_row_length=5)
             assert advice.to_json() == expected.to_json()
     # the file's own labels, stated public: the loader's result is read for its labels only
-    monkeypatch.setattr(dpdesk.data, "load", lambda *a, **k: LabelsOnly(np.array([str(i) for i in range(169)])))
+    monkeypatch.setattr(dpdesk.loading, "load", lambda *a, **k: LabelsOnly(np.array([str(i) for i in range(169)])))
     advice = recommend_for_file(data_dir / "groceries.csv.gz", 0.69, items=DomainDeclaration(HOW_PUBLIC_DATA),
                                 typical_row_length=4)
     assert advice.to_json() == recommend("incidence", 169, 0.69, typical_row_length=4, rule=rule).to_json()
