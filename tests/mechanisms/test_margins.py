@@ -161,3 +161,16 @@ def test_the_preview_runs_on_a_stand_in_and_says_so():
     assert "A preview, not the release" in preview.text and "nothing was spent" in preview.text
     withheld = margin_preview("incidence", "alpa", EPSILON, {}, 169)
     assert withheld.withheld and "would publish no margin of error" in withheld.text
+
+
+def test_a_loss_rate_that_only_noise_makes_is_capped():
+    """At ε = 0.1 nearly every retail count is within its noise's 95% point (±347), so the window sums the loss is
+    shared over shrink to almost nothing: uncapped, LPA's median margin was ±573,587 for a median value of 24. The
+    rate is capped at FAR − 1 lost per kept item (margins.loss_rates): the margins stay the noise's and a share of
+    the value, and still cover."""
+    retail = dpdesk.load(DATA / "retail.dat.gz")
+    release = next(published_runs(retail, "lpa", seeds=1, epsilon=0.1, bound=11))
+    margin, values = np.asarray(release.margin95, dtype=float), np.asarray(release.values, dtype=float)
+    noise = float(np.min(margin))
+    assert np.median(margin) <= noise + (margins.FAR - 1) * margins.LOSS_SAFETY * max(np.median(values), 1.0) + 1
+    assert np.mean(np.abs(values - retail.column_counts) <= margin) >= ALL

@@ -423,6 +423,13 @@ MUTANTS: tuple[Mutant, ...] = (
            "    return (FAR - 1) * level / (epsilon * (1 - FAR_SHARE)), 1.0 / (epsilon * FAR_SHARE)",
            "    return level / (epsilon * (1 - FAR_SHARE)), 1.0 / (epsilon * FAR_SHARE)",
            tests=[f"{CLAIMS}::test_lpa_estimate_of_what_the_bound_cut_off[0.3]"], covers=["margins", "lpa"]),
+    mutant("margin-loss-rate-uncapped",
+           "a window's loss rate is left as its noise makes it: at a small ε margins that cover by size only",
+           "dpdesk/mechanisms/margins.py",
+           "    return np.minimum(rates, FAR - 1)",
+           "    return rates",
+           tests=["tests/mechanisms/test_margins.py::test_a_loss_rate_that_only_noise_makes_is_capped"],
+           covers=["margins", "lpa"]),
     # --- issue #27: every route to a release is recorded, one person is one person everywhere -------
     mutant("api-release-bypasses-the-ledger",
            "dpdesk.release without rng returns the secure run itself: never capped, never recorded",
