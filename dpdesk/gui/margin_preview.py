@@ -76,7 +76,11 @@ def declared_size_or_why(state, size_of: Callable[[], int]) -> int:
     data, declaration = state.dataset, state.domain_declaration
     if data is None:
         raise DpdeskError("import data first.")
-    if declaration is None or declaration.kind == HOW_DISCOVERED:
-        raise DpdeskError("a stand-in needs the number of items, which is known once the published list is declared "
-                          "(Release page, Change…), not when it is found privately during the release.")
+    what = "items" if data.kind == "incidence" else "cells"
+    if declaration is None:
+        raise DpdeskError(f"a stand-in needs the number of {what}: declare where the published list comes from "
+                          "first (Release page, Change…).")
+    if declaration.kind == HOW_DISCOVERED:
+        raise DpdeskError(f"a stand-in needs the number of {what}, which is not known beforehand when the list is "
+                          "found privately during the release.")
     return size_of()

@@ -121,4 +121,4 @@ def test_no_preview_without_a_declared_number_of_items(window, qtbot):
     state.set_publication("groceries", DomainDeclaration("discovered", delta=1e-6, share=0.1))
     page.select("lpa")
     qtbot.mouseClick(page.margin_preview.button, Qt.LeftButton)
-    assert "a stand-in needs the number of items" in page.margin_preview.text.text()
+    assert "not known beforehand when the list is found privately" in page.margin_preview.text.text()
