@@ -61,7 +61,8 @@ The margins
 -----------
 Per item, from the estimates (post-processing):
 
-* the loss: D̂_i = κ_t·(L̃_b/V_b)·v_i, with v_i = max(published raw value, 0), V_b = Σ_{i∈b} v_i:
+* the loss: D̂_i = κ_t·(L̃_b/V_b)·v_i, with v_i = max(published raw value, 0), V_b = Σ_{i∈b} v_i
+  (each less its noise's 95% point, and the rate L̃_b/V_b at most FAR − 1: ``loss_rates``):
   the window's loss rate applied to the item, times κ_t = ``LOSS_SAFETY``, because within a
   window an item held mostly by people with long rows loses more than the average (on retail,
   groceries and MovieLens at Δ = the mean row length the top 100 items' loss rates reach
