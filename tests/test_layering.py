@@ -250,3 +250,16 @@ def test_the_data_draws_no_noise():
     found = [f"{importer} imports {target}" for importer, targets in module_graph().items()
              if importer.startswith("dpdesk.data") for target in targets if target.startswith(drawing)]
     assert not found, "\n".join(found)
+
+
+def test_the_front_door_keeps_its_old_public_names_and_nothing_inside_uses_them():
+    """``dpdesk.data.load`` and ``dpdesk.data.reload`` are public names scripts rely on; they resolve to the front
+    door a floor above (``dpdesk.loading``), and no module of dpdesk takes them from the data floor."""
+    import dpdesk.data
+    import dpdesk.loading
+
+    assert dpdesk.data.load is dpdesk.loading.load and dpdesk.data.reload is dpdesk.loading.reload
+    assert {"load", "reload"} <= set(dpdesk.data.__all__)
+    users = [importer for importer, targets in module_graph().items()
+             if set(targets.get("dpdesk.data", [])) & {"load", "reload"}]
+    assert not users, f"take the front door from dpdesk.loading: {users}"
