@@ -37,23 +37,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-import dpdesk
-from dpdesk import api
-from dpdesk.mechanisms import all_mechanisms, get
-from dpdesk.mechanisms.publish import publish
-from dpdesk.privacy.randomness import SeededRandom
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import dpdesk  # noqa: E402
+from dpdesk import api  # noqa: E402
+from dpdesk.mechanisms import all_mechanisms, get  # noqa: E402
+from dpdesk.mechanisms.publish import publish  # noqa: E402
+from dpdesk.privacy.randomness import SeededRandom  # noqa: E402
+from tests.data import SHARED  # noqa: E402
+
 DATA = ROOT / "tests" / "data"
-DATASETS = {
-    "retail": "retail.dat.gz",
-    "mushroom": "mushroom.dat.gz",
-    "chess": "chess.dat.gz",
-    "adult": "adult.data.gz",
-    "ml-latest": "ml-latest-small_ratings.csv.gz",
-    "groceries": "groceries.csv.gz",
-    "lastfm": "hetrec2011-lastfm-2k_user_artists.dat.gz",
-}
+DATASETS = SHARED  # the seven shared datasets (tests/data/SOURCES.md)
 ADULT_ATTRIBUTES = [1, 3, 5, 6, 7, 8, 9]  # as benchmarks/bench_sparse.py: 907,200 cells
 EPSILONS = (0.1, math.log(2), 2.0)
 TOP = 100

@@ -46,16 +46,10 @@ from dpdesk.evaluation.recommend import recommend  # noqa: E402
 from dpdesk.mechanisms.publish import publish, unrounded_release  # noqa: E402
 from dpdesk.privacy.randomness import SeededRandom  # noqa: E402
 
+from tests.data import SHARED  # noqa: E402
+
 DATA = ROOT / "tests" / "data"
-DATASETS = {
-    "retail": "retail.dat.gz",
-    "mushroom": "mushroom.dat.gz",
-    "chess": "chess.dat.gz",
-    "adult": "adult.data.gz",
-    "ml-latest": "ml-latest-small_ratings.csv.gz",
-    "groceries": "groceries.csv.gz",
-    "lastfm": "hetrec2011-lastfm-2k_user_artists.dat.gz",
-}
+DATASETS = SHARED  # the seven shared datasets (tests/data/SOURCES.md)
 EPSILONS = (0.1, math.log(2), 1.0, 2.0)
 BOUND_FACTORS = (1, 4)  # Δ = ⌈L⌉ and 4·⌈L⌉
 REFERENCES = ("ahp", "lpa", "uniform", "zeros")

@@ -51,16 +51,10 @@ from dpdesk.evaluation.rule_learning import (HELD_OUT_GROUP, TrainingSet, learn_
                                              typical_row_length)
 from tests.mechanisms.gs_utility import long_tailed  # noqa: E402
 
+from tests.data import SHARED  # noqa: E402
+
 DATA = ROOT / "tests" / "data"
-REAL = {
-    "retail": "retail.dat.gz",
-    "mushroom": "mushroom.dat.gz",
-    "chess": "chess.dat.gz",
-    "adult": "adult.data.gz",
-    "ml-latest": "ml-latest-small_ratings.csv.gz",
-    "groceries": "groceries.csv.gz",
-    "lastfm": "hetrec2011-lastfm-2k_user_artists.dat.gz",
-}
+REAL = SHARED  # the seven shared datasets (tests/data/SOURCES.md)
 EPSILONS = (0.1, 0.2, 0.4, 0.7, 1.1, 2.0, 4.0)
 MOST_CELLS = 2_500_000  # people × mean row length of a synthetic dataset (keeps a run in seconds)
 

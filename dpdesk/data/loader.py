@@ -261,13 +261,3 @@ def unit_of_privacy(source: dict, kind: str = "incidence") -> dict:
         return {"statement": f"One person is one {row}: nobody appears on more than one row, so each person is "
                              "counted in one cell."}
     return {"statement": f"One person is one {row}: nobody appears on more than one row."}
-
-
-def __getattr__(name: str):
-    """``loader.load`` and ``loader.reload``, where scripts found them before the front door moved a floor up
-    (dpdesk.loading): looked up there when asked for."""
-    if name in ("load", "reload"):
-        import importlib
-
-        return getattr(importlib.import_module("dpdesk.loading"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
