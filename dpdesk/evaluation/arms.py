@@ -58,6 +58,11 @@ ARMS = (
                                    "small next to the noise share one private median of their counts instead of an "
                                    "average, which suits many rare items and a few very popular ones.",
         (("small_counts", "median"), ("threshold", "adaptive"))),
+    Arm("ahp-median-lean", "ahp", True, "AHP with the small counts' median, spending only a tenth of ε on the noisy "
+                                        "counts: only counts far above the noise get a value of their own and the "
+                                        "rest share one private median bought with most of ε, which suits a small ε "
+                                        "on many small counts (where even publishing 0 is hard to beat).",
+        (("small_counts", "median"), ("threshold", "adaptive"), ("counts_share", 0.1))),
     Arm("fpa", "fpa", True, "FPA keeps only the broad shape of the counts (their first Fourier coefficients), adds "
                             "noise to it and transforms back."),
     Arm("alpa", "alpa", False, "ALPA publishes one noisy average for every item: almost no noise, but every item "
@@ -111,6 +116,9 @@ FEATURES = {
     "row_length": (lambda f: float(f.typical_row_length), False, True),
     "row_share": (lambda f: f.typical_row_length / f.items, False, True),
     "bound_over_length": (lambda f: f.bound / f.typical_row_length, True, True),
+    # how far Δ is from L either way (≥ 1): a Δ that fits the rows favours every count with its own noise, one far
+    # off either way favours a mechanism that picks its own cut-off (issue 29: one split, where Δ ÷ L needs two)
+    "bound_fit": (lambda f: max(f.bound / f.typical_row_length, f.typical_row_length / f.bound), True, True),
 }
 #: the goal "target"'s own features: N and R as the steward declares them (goals.py)
 TARGET_FEATURES = {

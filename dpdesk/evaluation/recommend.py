@@ -338,6 +338,11 @@ _FACTS = {
                                     f"a typical person holds ({f.typical_row_length:g})",
                           "close to the typical row, so noise scaled to Δ stays small",
                           "generous, so noise scaled to Δ is large"),
+    "bound_fit": (lambda f: f"Your bound Δ = {f.bound:,} differs from what a typical person holds "
+                            f"({f.typical_row_length:g}) by "
+                            f"{_percent(100 * (max(f.bound / f.typical_row_length, f.typical_row_length / f.bound) - 1))}",
+                  "it fits the rows, so little is cut and the noise is scaled to what people hold",
+                  "it does not match the rows, so either some is cut or the noise is scaled to more than people hold"),
 }
 _SHARES = ("bound_share", "row_share")
 
@@ -345,6 +350,8 @@ _SHARES = ("bound_share", "row_share")
 def _threshold_text(feature: str, threshold: float) -> str:
     if feature in _SHARES:
         return _percent(100 * threshold)
+    if feature == "bound_fit":  # a factor either way, told as a difference
+        return _percent(100 * (threshold - 1))
     return f"{threshold:,g}" + (" times" if feature == "bound_over_length" else "")
 
 

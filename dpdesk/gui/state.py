@@ -181,7 +181,9 @@ class AppState(QObject):
         for chosen_id, settings in chosen.items():
             configuration = self.configurations.setdefault(chosen_id, Configuration(chosen_id))
             configuration.enabled = True
-            configuration.params.update(settings)
+            # exactly the advice's settings: one left from an earlier advice (AHP's median, its share of ε) would
+            # make a mechanism the recommendation never measured
+            configuration.params = dict(settings)
         self.dirty = True
         self.config_changed.emit()
 

@@ -76,7 +76,7 @@ import math
 import numpy as np
 
 from ..privacy import exponential
-from ..privacy.bounding import bounded_counts, prepare_bound
+from ..privacy.bounding import bounded_counts, effective_bound, prepare_bound
 from ..privacy.budget import BudgetSplit
 from ..privacy.noise import add_discrete_laplace
 from ..privacy.randomness import RandomSource
@@ -95,11 +95,6 @@ SMALL_COUNTS = ("average", "median")
 THRESHOLDS = ("paper", "adaptive")  # θ from declared settings only, or raised by the noisy counts themselves
 FALSE_SHARE = 0.1  # the adaptive θ: noise alone would push at most this share of the items above it  # what the items whose noisy counts were set to 0 publish
 MEDIAN_CANDIDATES = 1 << 20  # the most candidate values of the small counts' median (0, 1, …)
-
-
-def effective_bound(bound: int, d: int) -> int:
-    """Δ' = min(Δ, d): a person cannot hold more than d items."""
-    return max(1, min(int(bound), int(d)))
 
 
 def zero_threshold(factor: float, d: int, counts_scale: float) -> float:

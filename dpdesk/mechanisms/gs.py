@@ -140,7 +140,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..privacy.bounding import BoundedRows, bounded_counts, matrix_of, prepare_bound, sample_kept
+from ..privacy.bounding import BoundedRows, bounded_counts, effective_bound, matrix_of, prepare_bound, sample_kept
 from ..privacy.budget import BudgetSplit
 from ..privacy.noise import add_discrete_laplace, discrete_laplace_variance
 from ..privacy.randomness import RandomSource
@@ -575,10 +575,7 @@ class _Grouping(Mechanism):
     def prepare(self, data, epsilon, params, progress, cancel):
         return prepare_rows(data, params["bound"])
 
-    @staticmethod
-    def effective_bound(bound: int, d: int) -> int:
-        """Δ' = min(Δ, d): a person cannot hold more than d items."""
-        return max(1, min(int(bound), int(d)))
+    effective_bound = staticmethod(effective_bound)  # Δ' = min(Δ, d) (dpdesk.privacy.bounding)
 
     fixed_group_size = True  # w = Δ' (GS-R, GS-S); GS tunes it
 

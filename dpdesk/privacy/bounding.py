@@ -42,6 +42,12 @@ class BoundedRows:
         return int(self.over_rows.size)
 
 
+def effective_bound(bound: int, d: int) -> int:
+    """Δ' = min(Δ, d): after truncation to Δ a person holds at most Δ of the d items, and never more than d: the
+    sensitivity of the item counts (and of any sum of them) is Δ', a function of the declared Δ and d."""
+    return max(1, min(int(bound), int(d)))
+
+
 def check_bound(bound) -> int:
     if bound is None:
         raise ParameterError("This mechanism needs the declared bound Δ (the most items one person may "

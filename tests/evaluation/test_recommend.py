@@ -191,13 +191,17 @@ def test_canonical_cases_with_the_shipped_rule(rule):
     retail = recommend("incidence", 16_470, 0.69, bound=20, typical_row_length=10.3, rule=rule)
     assert (retail.mechanism, retail.params) == ("gs", {"bound": 20})
     assert retail.reasons[0].startswith("You asked for what suits every count equally")
-    assert "Your bound Δ = 20 items per person (below 29)" in retail.reasons[1]
+    assert "Your bound Δ = 20 differs from what a typical person holds (10.3) by 94%" in retail.reasons[2]
     assert recommend("incidence", 16_470, 0.69, bound=20, typical_row_length=10.3, goal="largest",
                      rule=rule).mechanism == "lpa"
-    # chess-like: few items, people hold half of them; with margins asked the bound-free DPSense is not offered
+    # chess-like: few items, people hold half of them, Δ = the typical row → noise on every count, margins or not;
+    # a Δ far from the rows → the bound-free DPSense-S, which picks its own cut-off (issue 29)
     chess = recommend("incidence", 75, 1.0, bound=37, typical_row_length=37, rule=rule)
-    assert (chess.mechanism, chess.params) == ("gs", {"bound": 37})
-    assert recommend("incidence", 75, 1.0, bound=37, typical_row_length=37, rule=rule,
+    assert (chess.mechanism, chess.params) == ("lpa", {"bound": 37})
+    fits = recommend("incidence", 75, 1.0, bound=37, typical_row_length=37, rule=rule, margins=False)
+    assert fits.mechanism == "lpa" and "differs from what a typical person holds (37) by 0% (below 0.3%): it fits " \
+                                       "the rows" in fits.reasons[2]
+    assert recommend("incidence", 75, 1.0, bound=148, typical_row_length=37, rule=rule,
                      margins=False).mechanism.startswith("dpsense")
     # groceries-like with a row length only: LPA with Δ proposed from the typical row length
     groceries = recommend("incidence", 169, 0.69, typical_row_length=4.4, rule=rule)

@@ -370,3 +370,17 @@ def test_stop_and_quit_returns_at_once_and_closes_when_the_comparison_has_stoppe
     held_comparison.release()  # the worker sees the cancel at its next check
     qtbot.waitUntil(lambda: not window.isVisible(), timeout=WORK)
     assert not page.task.running
+
+
+def test_using_a_recommendation_sets_exactly_its_settings(qapp):
+    """AHP's median variant, then plain AHP: the median (and the lean arm's share of ε) must not stay behind, or the
+    release would run a mechanism the recommendation never measured."""
+    from dpdesk.gui.state import AppState
+
+    state = AppState()
+    state.use_recommendation("ahp", {"bound": 20, "small_counts": "median", "threshold": "adaptive",
+                                     "counts_share": 0.1}, "lean", ())
+    assert state.configurations["ahp"].params == {"small_counts": "median", "threshold": "adaptive",
+                                                  "counts_share": 0.1}
+    state.use_recommendation("ahp", {"bound": 20}, "plain", ())
+    assert state.configurations["ahp"].params == {} and state.bound == 20

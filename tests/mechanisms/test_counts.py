@@ -144,6 +144,7 @@ RUNS = 6000
 @pytest.mark.parametrize("mechanism,params", [
     ("lpa", {"bound": 3}),
     ("lpa", {"bound": 3, "noise": "laplace"}),
+    ("lpa", {"bound": 9}),  # Δ above the d = 4 items: noise of scale Δ' = min(Δ, d) = 4
     ("alpa", {}),
     ("alpa", {"bound": 3}),
     ("diff", {"index": "uniform", "bound": 3}),
@@ -153,6 +154,18 @@ def test_audit_stays_below_claim(mechanism, params):
     result = audit(release_sampler(mechanism, epsilon=EPS, **params), first, second, runs=RUNS,
                    features=person_features, seed=7)
     assert result.epsilon_lower <= EPS, str(result)
+
+
+def test_lpa_noise_is_scaled_to_at_most_d_items():
+    """Δ' = min(Δ, d): nobody holds more than the d items, so a Δ above d buys no more noise (issue 29: chess,
+    d = 75, Δ = 148). The scale is stated in the budget table and the noise has it."""
+    data = dpdesk.from_matrix(np.zeros((50, 4), dtype=np.uint8))
+    release = dpdesk.release(data, "lpa", epsilon=1.0, bound=9, rng=3, clamp=False, margin_share=0)
+    assert "Δ' = min(Δ, d) = 4" in release.budget.steps[0].description
+    noise = np.concatenate([dpdesk.release(data, "lpa", epsilon=1.0, bound=9, rng=seed, clamp=False,
+                                           margin_share=0).values for seed in range(500)])
+    expected = discrete_laplace_mean_abs(4.0)
+    assert abs(np.abs(noise).mean() - expected) < 0.08 * expected  # 9/ε would give 2.2× as much
 
 
 def test_audit_catches_lpa_with_half_the_noise():

@@ -171,8 +171,8 @@ def test_csv_parquet_and_json_hold_the_same_release_and_public_metadata(dpdesk_h
         assert np.array_equal(table["noisy_count"].to_numpy(), csv["noisy_count"].to_numpy())
     assert metadata["epsilon"] == 0.5 and metadata["mechanism"]["id"] == "lpa"
     assert metadata["budget"] == [{"step": "noisy counts", "epsilon": 0.5, "share": 1.0,
-                                   "description": "noise of scale Δ/ε_c = 8 on every count, where ε_c = 0.5 is this "
-                                                  "step's ε"}]
+                                   "description": "noise of scale Δ'/ε_c = 8 on every count, where Δ' = min(Δ, d) = 4 "
+                                                  "and ε_c = 0.5 is this step's ε"}]
     assert metadata["parameters"]["bound"] == 4 and metadata["dataset"] == {"name": "shop"}
     assert metadata["files_sha256"] == {"release.csv": sha256_bytes((out / "release.csv").read_bytes()),
                                         "release.parquet": sha256_bytes((out / "release.parquet").read_bytes())}
