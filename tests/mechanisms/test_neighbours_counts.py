@@ -197,9 +197,11 @@ def index_file(tmp_path, labels):
 
 BINARY_SETTINGS = [
     ("lpa", {"bound": 5}), ("lpa", {"bound": 5, "noise": "laplace"}),
+    ("lpa", {"bound": 500}),  # Δ above the d = 169 items: Δ' = min(Δ, d), never anything the data holds
     ("alpa", {}), ("alpa", {"bound": 5}),
     ("fpa", {"bound": 5, "rho": 12}),
     ("ahp", {"bound": 5}), ("ahp", {"bound": 5, "small_counts": "median", "threshold": "adaptive"}),
+    ("ahp", {"bound": 5, "small_counts": "median", "threshold": "adaptive", "counts_share": 0.1}),  # the lean arm
     ("dpsense", {"selection_share": 0.5}), ("dpsense-s", {"selection_share": 0.9, "alpha_steps": 4, "epsilon": 10.0}),
     ("diff", {"index": "uniform"}), ("diff", {"index": "FILE", "bound": 4}),
 ]

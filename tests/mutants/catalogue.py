@@ -96,6 +96,13 @@ MUTANTS: tuple[Mutant, ...] = (
            "        scale = bound / counts_epsilon\n",
            "        scale = 1.0 / counts_epsilon\n",
            tests=[f"{CLAIMS}::test_lpa_noisy_counts[geometric-0.3]"], covers=["lpa"]),
+    mutant("lpa-bound-from-the-longest-row",
+           "LPA caps Δ at the longest row the data holds instead of the declared d: a scale the neighbour changes",
+           "dpdesk/mechanisms/counts.py",
+           "        bound = effective_bound(params[\"bound\"], data.n_items)\n",
+           "        bound = effective_bound(params[\"bound\"], int(data.row_counts.max()))\n",
+           tests=["tests/mechanisms/test_neighbours_counts.py::test_binary_neighbours_publish_the_same"
+                  "[lpa-{'bound': 500}]"], covers=["lpa"]),
     mutant("lpa-laplace-grid-units",
            "LPA's laplace variant draws the scale in counts, not in grid steps: γ times too little noise",
            "dpdesk/mechanisms/counts.py",
