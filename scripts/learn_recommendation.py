@@ -17,7 +17,7 @@ single choice).
 
 Running time with the defaults (7 real + 48 + 16 synthetic datasets, 7 ε × (8 arms with Δ × 6 Δ
 ratios + 3 without) × 8 repeats: 202,776 seeded releases): see ``settings.measuring_seconds`` in the
-rule file (40 minutes with `ahp` and `ahp-median`, issue 29, on the development machine's two cores
+rule file (about 10 minutes with `--repeats 4 --synthetic 24 --held-out 8`, 13 arms, on the development machine's two cores
 shared with other work), nearly all of it in the comparisons; every goal is measured on the same
 runs. A new arm in dpdesk/evaluation/arms.py needs nothing else: the same one command retrains every
 goal. Not run in
