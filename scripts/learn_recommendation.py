@@ -167,13 +167,13 @@ def main(argv=None) -> int:
                           "no mechanism to choose from")
                     continue
                 loo, held = evaluation["leave_one_real_dataset_out"], evaluation["held_out_synthetic"]
-                guard = evaluation.get("largest_guard")
+                guard = evaluation.get("largest_guard") or evaluation.get("margins_guard")
                 print(f"{goal} ({'margins required' if variant == 'margins' else 'any mechanism'}) {situation}: "
                       f"leave-one-real-dataset-out {loo['rule']:.0%} "
                       f"({', '.join(f'{k} {v:.0%}' for k, v in loo['baselines'].items())})"
                       + (f"; held-out synthetic {held['rule']:.0%} "
                          f"({', '.join(f'{k} {v:.0%}' for k, v in held['baselines'].items())})" if held else "")
-                      + (f"; top error at most {guard['worst_ratio']:.2f}× the best on the shared datasets "
+                      + (f"; error at most {guard['worst_ratio']:.2f}× the best on the shared datasets "
                          f"({guard['cases_over_guard']} of {guard['real_cases']} cases over {guard['guard']:g}×)"
                          if guard else ""))
     print(f"{args.out} ({time.perf_counter() - started:.0f} s)")
