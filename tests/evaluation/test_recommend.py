@@ -191,7 +191,7 @@ def test_canonical_cases_with_the_shipped_rule(rule):
     retail = recommend("incidence", 16_470, 0.69, bound=20, typical_row_length=10.3, rule=rule)
     assert (retail.mechanism, retail.params) == ("gs", {"bound": 20})
     assert retail.reasons[0].startswith("You asked for what suits every count equally")
-    assert "Your bound Δ = 20 differs from what a typical person holds (10.3) by 94%" in retail.reasons[2]
+    assert "You have 16,470 items (at least 460)" in retail.reasons[1] and "ε = 0.69 (below 2.8)" in retail.reasons[2]
     assert recommend("incidence", 16_470, 0.69, bound=20, typical_row_length=10.3, goal="largest",
                      rule=rule).mechanism == "lpa"
     # chess-like: few items, people hold half of them, Δ = the typical row → noise on every count, margins or not;
