@@ -75,7 +75,10 @@ def test_every_module_imports_without_resource_fcntl_or_proc():
     assert found["modules"] >= 80  # every module, the desktop application's included
     # the figure came from the system (sysconf here, GlobalMemoryStatusEx on Windows), not a default
     assert found["available"] and found["available"] > 64 << 20
-    assert found["origin"].startswith("half of the ") and found["limit"] == max(found["available"] // 2, 64 << 20)
+    # the budget and "available" are two readings of a figure other programs move: equal within 64 MiB
+    # (half of all of it would be gigabytes off)
+    assert found["origin"].startswith("half of the ")
+    assert abs(found["limit"] - max(found["available"] // 2, 64 << 20)) <= 64 << 20, found
     assert "/proc/meminfo" in found["looked"]  # the guard did hide what the budget reads on Linux
 
 
