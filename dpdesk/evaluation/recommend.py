@@ -43,7 +43,7 @@ from pathlib import Path
 
 from ..errors import DataError, ParameterError, RecommendationError
 from ..privacy.budget import check_epsilon
-from .arms import (Declared, SITUATIONS, choices_for, feature_values, features_for, margin_choices, parse_choice,
+from .arms import (FEATURES, Declared, SITUATIONS, choices_for, feature_values, features_for, margin_choices, parse_choice,
                    proposed_bound, situation_of)
 from .goals import Goal, parse_goal, rule_goals
 
@@ -340,7 +340,7 @@ _FACTS = {
                           "generous, so noise scaled to Δ is large"),
     "bound_fit": (lambda f: f"Your bound Δ = {f.bound:,} differs from what a typical person holds "
                             f"({f.typical_row_length:g}) by "
-                            f"{_percent(100 * (max(f.bound / f.typical_row_length, f.typical_row_length / f.bound) - 1))}",
+                            f"{_percent(100 * (FEATURES['bound_fit'][0](f) - 1))}",
                   "it fits the rows, so little is cut and the noise is scaled to what people hold",
                   "it does not match the rows, so either some is cut or the noise is scaled to more than people hold"),
 }
